@@ -1,0 +1,104 @@
+"""
+:class:`CounterField`, the attribute that holds a reference counter on a parent model.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Optional, Type
+
+from pynamodb.attributes import Attribute
+from pynamodb.constants import NUMBER
+
+from .exceptions import ConfigurationError
+
+__all__ = ["WRITE_ID", "CounterField", "check_counters_unchanged"]
+
+WRITE_ID = "_cwid"
+"""The attribute each counted child item carries: the token of the transaction that created it. A retry whose
+response was lost recognises its own committed write by it, even where the server forgets or ignores tokens."""
+
+# Loaded counter values, to tell a counter set by hand from one read from DynamoDB. PynamoDB deserializes an
+# attribute and then assigns it, in that order and in one thread, into a fresh ``attribute_values`` dict; the
+# snapshot is tied to that dict, so a reload that lacks the attribute does not inherit a stale value.
+_LOADED = "_pynamodb_counters_loaded"
+_loading = threading.local()
+
+
+class CounterField(Attribute[int]):
+    """A number attribute that pynamodb-counters keeps equal to the number of a parent's children.
+
+    It reads like any attribute (``post.like_tally`` is an ``int``, one GetItem away) and is never null: a new
+    parent starts at ``0``, and a parent whose item lacks the attribute (a counter added to an existing model)
+    reads ``0`` until a child is counted or a repair sets it.
+
+    Only counted writes change it: ``child.save()`` and ``child.delete()`` add deltas inside their transaction,
+    a parent's ``save()`` never overwrites it, ``update()`` refuses actions on it, and
+    :func:`pynamodb_counters.set_counter` is the explicit path for repairs.
+
+    :param attr_name: the attribute name in DynamoDB, if it differs from the Python name.
+    """
+
+    attr_type = NUMBER
+    null = False
+
+    def __init__(self, attr_name: Optional[str] = None) -> None:
+        super().__init__(default=0, attr_name=attr_name)
+        self.model: Optional[Type[Any]] = None
+        self.name: Optional[str] = None
+
+    def __set_name__(self, owner: Type[Any], name: str) -> None:
+        super().__set_name__(owner, name)
+        if self.model is not None and self.model is not owner:
+            raise ConfigurationError(
+                f"one CounterField cannot be shared by {self.model.__name__}.{self.name} and {owner.__name__}.{name}"
+            )
+        self.model = owner
+        self.name = name
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        super().__set__(instance, value)
+        last = getattr(_loading, "last", None)
+        if last is not None and last[0] is self and instance is not None:
+            _loading.last = None
+            snapshot = instance.__dict__.get(_LOADED)
+            if snapshot is None or snapshot[0] is not instance.attribute_values:
+                snapshot = instance.__dict__[_LOADED] = (instance.attribute_values, {})
+            snapshot[1][self.name] = value
+
+    def serialize(self, value: Any) -> str:
+        """Encode an integer count as a DynamoDB number."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"a counter holds an int, not {value!r}")
+        return json.dumps(value)
+
+    def deserialize(self, value: str) -> int:
+        """Decode a DynamoDB number into an ``int``."""
+        count = int(json.loads(value))
+        _loading.last = (self, count)
+        return count
+
+    def __repr__(self) -> str:
+        owner = self.model.__name__ if self.model is not None else "?"
+        return f"CounterField({owner}.{self.name})"
+
+
+def check_counters_unchanged(instance: Any) -> None:
+    """Refuse to save an instance whose counters were set by hand.
+
+    :raises CountingBypassError: a counter differs from the value last loaded into this instance (or from
+      ``0`` on a new instance).
+    """
+    from .exceptions import CountingBypassError
+
+    snapshot = instance.__dict__.get(_LOADED)
+    loaded = snapshot[1] if snapshot is not None and snapshot[0] is instance.attribute_values else {}
+    for name, attribute in instance.get_attributes().items():
+        if isinstance(attribute, CounterField):
+            value = instance.attribute_values.get(name)
+            if value is not None and value != loaded.get(name, 0):
+                raise CountingBypassError(
+                    f"{type(instance).__name__}.{name} was set by hand to {value!r}; counters change only through "
+                    f"counted writes. Use pynamodb_counters.set_counter() to repair one, or skip_counting() for a "
+                    f"migration. Nothing was written"
+                )

@@ -1,0 +1,103 @@
+"""
+The one place that touches PynamoDB internals or differs between PynamoDB 5.5+ and 6.x.
+
+Everything else reads as if there were one PynamoDB.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
+
+import botocore.config
+import pynamodb
+from pynamodb.constants import BINARY, NUMBER, STRING
+
+from .exceptions import ParentKeyError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.attributes import Attribute
+    from pynamodb.expressions.condition import Condition
+    from pynamodb.expressions.update import Action
+    from pynamodb.models import Model
+
+__all__ = ["PYNAMODB_MAJOR", "key_attributes", "serialize_key", "transact_client", "version_condition"]
+
+PYNAMODB_MAJOR = int(pynamodb.__version__.split(".")[0])
+
+_SERIALIZED_TYPES = {STRING: str, NUMBER: str, BINARY: (bytes, bytearray)}
+
+
+def key_attributes(model: Type["Model"]) -> List["Attribute[Any]"]:
+    """The model's hash key attribute, then its range key attribute if it has one."""
+    attributes = model.get_attributes()
+    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])
+    return [attributes[name] for name in names]
+
+
+def serialize_key(model: Type["Model"], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:
+    """Serialize a ``(hash,)`` or ``(hash, range)`` key of ``model``, checking each value's type.
+
+    :raises ParentKeyError: a value the key attribute cannot hold (``"7"`` for a number key, ``7`` for a
+      string key).
+    """
+    serialized: List[Any] = []
+    for attribute, value in zip(key_attributes(model), key):
+        try:
+            out = attribute.serialize(value)
+            ok = isinstance(out, _SERIALIZED_TYPES.get(attribute.attr_type, object))
+            if ok and attribute.attr_type == NUMBER:
+                number = json.loads(out)
+                ok = isinstance(number, (int, float)) and not isinstance(number, bool)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ParentKeyError(f"{model.__name__}.{attribute.attr_name} is a {type(attribute).__name__}; "
+                                 f"{value!r} ({type(value).__name__}) is not a valid key value for it")
+        serialized.append(out)
+    return serialized[0], (serialized[1] if len(serialized) > 1 else None)
+
+
+def version_condition(instance: "Model", actions: Optional[List["Action"]] = None,
+                      attributes: Optional[Dict[str, Any]] = None) -> Optional["Condition"]:
+    """PynamoDB's optimistic-locking condition for ``instance`` (``None`` without a ``VersionAttribute``);
+    appends the version bump to ``actions`` or ``attributes`` as PynamoDB's own writes do."""
+    return instance._handle_version_attribute(actions=actions, attributes=attributes)  # type: ignore[no-any-return]
+
+
+_clients: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_clients_lock = threading.Lock()
+
+
+def transact_client(model: Type["Model"]) -> Any:
+    """A botocore DynamoDB client configured like ``model``'s PynamoDB connection (endpoint, region,
+    credentials, timeouts, pool size) but without botocore's own retries.
+
+    Counted writes retry in one place (:mod:`pynamodb_counters.connection`) so that every attempt is seen:
+    a hidden retry after a lost response would look like a duplicate.
+    """
+    connection = model._get_connection().connection
+    with _clients_lock:
+        client = _clients.get(connection)
+        if client is None:
+            base = connection.client
+            config = base.meta.config.merge(botocore.config.Config(retries={"mode": "standard",
+                                                                             "total_max_attempts": 1}))
+            client = connection.session.create_client("dynamodb", connection.region,
+                                                      endpoint_url=connection.host, config=config)
+            extra_headers = getattr(connection, "_extra_headers", None)  # Meta.extra_headers
+            if extra_headers:
+                client.meta.events.register_first("before-send.*.*", _HeaderAdder(extra_headers))
+            _clients[connection] = client
+        return client
+
+
+class _HeaderAdder:
+    """A botocore ``before-send`` hook adding a connection's ``Meta.extra_headers`` to each request."""
+
+    def __init__(self, headers: Dict[str, str]) -> None:
+        self.headers = dict(headers)
+
+    def __call__(self, request: Any, **_: Any) -> None:
+        request.headers.update(self.headers)

@@ -1,0 +1,83 @@
+"""
+The sender: the only I/O of a counted write. One TransactWriteItems, retried with jittered exponential backoff,
+every attempt carrying the same ``ClientRequestToken``.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Type
+
+import botocore.exceptions
+
+from .compat import transact_client
+from .exceptions import RetriesExhaustedError, TransactionError
+from .retries import DEFAULT_RETRY_POLICY, RetryPolicy, classify
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = ["Sent", "send"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What the last attempt returned: a response, or a cancellation that retrying cannot fix.
+
+    :ivar response: the TransactWriteItems response, when it committed.
+    :ivar cancellation_reasons: the ``CancellationReasons`` of a cancelled transaction (``None`` if it committed).
+    :ivar error: the cancellation error itself.
+    :ivar attempts: how many requests were made.
+    :ivar ambiguous: whether an earlier attempt may have committed although its response was lost.
+    """
+
+    response: Optional[Dict[str, Any]]
+    cancellation_reasons: Optional[List[Dict[str, Any]]]
+    error: Optional[botocore.exceptions.ClientError]
+    attempts: int
+    ambiguous: bool
+
+
+def send(model: Type["Model"], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
+         return_consumed_capacity: str = "TOTAL") -> Sent:
+    """Send ``items`` as one TransactWriteItems through ``model``'s connection settings.
+
+    Transient failures (TransactionConflict cancellations, throttling, TransactionInProgress, 5xx, connection
+    errors and timeouts) are retried under ``policy`` with the same token.
+
+    :raises TransactionError: a failure retrying cannot fix (validation, missing table, credentials...).
+    :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts``.
+    """
+    policy = policy or DEFAULT_RETRY_POLICY
+    try:
+        client = transact_client(model)
+    except botocore.exceptions.BotoCoreError as error:
+        raise TransactionError(f"cannot create a DynamoDB client for {model.__name__}: {error}", error) from error
+    ambiguous = False
+    last: Optional[BaseException] = None
+    for attempt in range(1, policy.max_attempts + 1):
+        try:
+            response: Dict[str, Any] = client.transact_write_items(
+                TransactItems=items, ClientRequestToken=token, ReturnConsumedCapacity=return_consumed_capacity)
+            return Sent(response, None, None, attempt, ambiguous)
+        except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as error:
+            failure = classify(error)
+            if failure is None:
+                if isinstance(error, botocore.exceptions.ClientError) and \
+                        error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                    return Sent(None, list(error.response.get("CancellationReasons") or []), error, attempt,
+                                ambiguous)
+                raise TransactionError(f"DynamoDB rejected the transaction: {error}", error) from error
+            ambiguous = ambiguous or failure.ambiguous
+            last = error
+            log.info("counted write %s: attempt %d/%d failed (%s%s)", token, attempt, policy.max_attempts,
+                     failure.reason, ", may have committed" if failure.ambiguous else "")
+        if attempt < policy.max_attempts:
+            policy.sleep(policy.delay(attempt))
+    outcome = "may or may not have been applied" if ambiguous else "was not applied"
+    raise RetriesExhaustedError(
+        f"counted write gave up after {policy.max_attempts} attempts (last: {last}); it {outcome}. Counters stay "
+        f"exact either way: the same write can be retried safely", last, attempts=policy.max_attempts,
+        ambiguous=ambiguous)

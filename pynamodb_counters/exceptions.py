@@ -1,0 +1,193 @@
+"""
+Exceptions raised by pynamodb-counters.
+
+Every error derives from :class:`CounterError`. The hierarchy::
+
+    CounterError
+     +-- ConfigurationError        a declaration is wrong (raised at class definition or first use)
+     +-- ParentKeyError            a relation's key function gave a key the parent model cannot use
+     +-- CountingBypassError       the call would change children or counters without counting them
+     +-- TransactionTooLargeError  more than 100 actions, or one item twice, in one transaction
+     +-- CountedWriteError         DynamoDB refused a counted write; nothing was written
+     |    +-- DuplicateChildError      the child already exists
+     |    +-- MissingChildError        the child to delete does not exist
+     |    +-- ParentNotFoundError      the parent item does not exist (or is another model)
+     |    +-- CounterUnderflowError    the decrement would take the counter below zero
+     |    +-- ConditionFailedError     the caller's ``condition`` or version check failed
+     +-- TransactionError          DynamoDB rejected the request for another reason (validation, table missing,
+     |                             access denied); nothing was written
+     +-- RetriesExhaustedError     transient failures outlasted the retry bound; :attr:`~RetriesExhaustedError.ambiguous`
+                                   tells whether the write may have landed
+
+Every error raised before a request is sent (configuration, key, bypass, size) leaves DynamoDB untouched.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Type
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = [
+    "ConditionFailedError",
+    "ConfigurationError",
+    "CountedWriteError",
+    "CounterError",
+    "CounterUnderflowError",
+    "CountingBypassError",
+    "DuplicateChildError",
+    "MissingChildError",
+    "ParentKeyError",
+    "ParentNotFoundError",
+    "RetriesExhaustedError",
+    "TransactionError",
+    "TransactionTooLargeError",
+]
+
+
+class CounterError(Exception):
+    """Base class of every pynamodb-counters error.
+
+    Like PynamoDB's errors, each class has a default :attr:`msg` and keeps the underlying exception in
+    :attr:`cause`.
+    """
+
+    msg = "pynamodb-counters error"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None) -> None:
+        self.msg = msg if msg is not None else self.msg
+        self.cause = cause
+        super().__init__(self.msg)
+
+    @property
+    def cause_response_code(self) -> Optional[str]:
+        """The DynamoDB error code of :attr:`cause`, if it was an AWS error."""
+        response = getattr(self.cause, "response", None)
+        return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+
+
+class ConfigurationError(CounterError):
+    """A ``CounterField`` or ``counted_by`` declaration cannot work."""
+
+    msg = "invalid counter configuration"
+
+
+class ParentKeyError(CounterError):
+    """A relation's key function returned a value that is not a key of the parent model."""
+
+    msg = "invalid parent key"
+
+
+class CountingBypassError(CounterError):
+    """The call would change counted children or counters behind the library's back.
+
+    Raised by ``batch_write()`` on counted models, by ``update()`` actions on key attributes or on counters, and
+    by saving a counter that was set by hand. Use :func:`pynamodb_counters.skip_counting` for deliberate
+    backfills, and :func:`pynamodb_counters.set_counter` to repair a counter.
+    """
+
+    msg = "this write would bypass counting"
+
+
+class TransactionTooLargeError(CounterError):
+    """The transaction has more than 100 actions, or names one item twice; nothing was sent."""
+
+    msg = "transaction too large"
+
+
+class CountedWriteError(CounterError):
+    """DynamoDB cancelled a counted write; nothing was written.
+
+    :ivar model: the model class of the item at fault.
+    :ivar key: that item's key as a tuple of Python values ``(hash,)`` or ``(hash, range)``.
+    :ivar cancellation_reasons: the raw ``CancellationReasons`` of the final attempt, one per action.
+    """
+
+    msg = "counted write refused"
+
+    def __init__(
+        self,
+        msg: Optional[str] = None,
+        cause: Optional[BaseException] = None,
+        *,
+        model: Optional[Type["Model"]] = None,
+        key: Tuple[Any, ...] = (),
+        cancellation_reasons: Sequence[Dict[str, Any]] = (),
+    ) -> None:
+        super().__init__(msg, cause)
+        self.model = model
+        self.key = key
+        self.cancellation_reasons = list(cancellation_reasons)
+
+
+class DuplicateChildError(CountedWriteError):
+    """The child already exists, so it was not counted again.
+
+    :ivar raw_item: the stored item as DynamoDB returned it (``ReturnValuesOnConditionCheckFailure``).
+    :ivar item: the stored item as a model instance, when it could be deserialized.
+    """
+
+    msg = "child already exists"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
+                 raw_item: Optional[Dict[str, Any]] = None, item: Optional["Model"] = None, **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.raw_item = raw_item
+        self.item = item
+
+
+class MissingChildError(CountedWriteError):
+    """The child to delete does not exist, so no counter was decremented."""
+
+    msg = "child does not exist"
+
+
+class ParentNotFoundError(CountedWriteError):
+    """The parent item does not exist (or, in a single-table model, holds another model)."""
+
+    msg = "parent not found"
+
+
+class CounterUnderflowError(CountedWriteError):
+    """The decrement would take a counter below zero: the counter has drifted and needs a repair.
+
+    :ivar attribute: the counter's attribute name.
+    :ivar stored: the value DynamoDB holds (``None`` when the attribute is missing).
+    """
+
+    msg = "counter would go below zero"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
+                 attribute: str = "", stored: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.attribute = attribute
+        self.stored = stored
+
+
+class ConditionFailedError(CountedWriteError):
+    """The caller's ``condition`` (or a version check) was not met."""
+
+    msg = "condition not met"
+
+
+class TransactionError(CounterError):
+    """DynamoDB rejected the transaction for a reason that retrying cannot fix; nothing was written."""
+
+    msg = "transaction rejected"
+
+
+class RetriesExhaustedError(CounterError):
+    """Transient failures (conflicts, throttling, 5xx, connection errors) outlasted the retry bound.
+
+    :ivar attempts: how many requests were made.
+    :ivar ambiguous: ``True`` when some attempt may have committed (a lost response). The counters stay exact
+      either way: retrying the same write later is safe.
+    """
+
+    msg = "retries exhausted"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
+                 attempts: int = 0, ambiguous: bool = False) -> None:
+        super().__init__(msg, cause)
+        self.attempts = attempts
+        self.ambiguous = ambiguous

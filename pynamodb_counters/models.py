@@ -1,0 +1,117 @@
+"""
+:class:`CounterMixin`: routes a PynamoDB model's writes through counting.
+
+Put it before ``Model`` in the bases of every parent and child model::
+
+    class Post(CounterMixin, Model): ...
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from .attributes import check_counters_unchanged
+from .context import counting_skipped
+from .exceptions import CountingBypassError, DuplicateChildError, MissingChildError
+from .relations import counters_of, relations_of
+from .results import WriteResult
+from .retries import RetryPolicy
+from .transactions import CountedTransaction, guard_update, parent_save_actions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.expressions.condition import Condition
+    from pynamodb.expressions.update import Action
+
+__all__ = ["CounterMixin"]
+
+class CounterMixin:
+    """Makes ``save()``, ``delete()``, ``update()`` and ``batch_write()`` of a PynamoDB model keep counters exact.
+
+    On a **child** (a model with ``counted_by`` relations):
+
+    * ``save()`` creates the child: one TransactWriteItems with the child's Put, guarded by
+      ``attribute_not_exists``, and one Update per parent item adding the deltas. It returns a
+      :class:`~pynamodb_counters.WriteResult`, or raises :class:`~pynamodb_counters.exceptions.DuplicateChildError`
+      when the child exists (``ignore_duplicate=True`` returns a result with ``duplicate=True`` instead). To
+      change a stored child, use ``update()``.
+    * ``delete()`` is the mirror (``ignore_missing=True`` for a quiet no-op on an absent child).
+    * ``update()`` refuses actions on its key and on the attributes its relations read.
+
+    On a **parent** (a model with :class:`~pynamodb_counters.CounterField` attributes), ``save()`` is an
+    UpdateItem that writes every other attribute and never a counter, so likes that landed since the parent was
+    loaded are kept; the instance's counters are refreshed from the stored item.
+
+    ``batch_write()`` raises on both: it cannot carry guards. Inside :func:`~pynamodb_counters.skip_counting`
+    all of these are plain PynamoDB calls.
+
+    Per model, ``Meta.counter_retry`` may hold a :class:`~pynamodb_counters.RetryPolicy`.
+    """
+
+    # -- writes ----------------------------------------------------------------------------------------------
+    def save(self, condition: Optional["Condition"] = None, *args: Any, ignore_duplicate: bool = False,
+             retry: Optional[RetryPolicy] = None, **kwargs: Any) -> Any:
+        """Save: counted on a child, counter-preserving on a parent, plain PynamoDB otherwise.
+
+        :param condition: a PynamoDB condition, combined with the library's guard.
+        :param ignore_duplicate: on a child, treat an existing child as a quiet no-op (for idempotent
+          endpoints): ``duplicate_rejected`` is still sent, and the result has ``duplicate=True``.
+        :param retry: the retry policy for this write.
+        """
+        model = type(self)
+        if counting_skipped(model) or not (relations_of(model) or counters_of(model)):
+            return super().save(condition, *args, **kwargs)  # type: ignore[misc]
+        if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
+            check_counters_unchanged(self)
+            actions = parent_save_actions(self)  # type: ignore[arg-type]
+            return super().update(actions, condition=condition, **_version_kwargs(kwargs))  # type: ignore[misc]
+        transaction = CountedTransaction(retry=retry)
+        transaction.save(self, condition)  # type: ignore[arg-type]
+        try:
+            return transaction.commit()
+        except DuplicateChildError:
+            if ignore_duplicate:
+                return WriteResult(token=transaction.token, duplicate=True)
+            raise
+
+    def delete(self, condition: Optional["Condition"] = None, *args: Any, ignore_missing: bool = False,
+               retry: Optional[RetryPolicy] = None, **kwargs: Any) -> Any:
+        """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
+        PynamoDB otherwise."""
+        model = type(self)
+        if counting_skipped(model) or not relations_of(model):
+            return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+        transaction = CountedTransaction(retry=retry)
+        transaction.delete(self, condition, **_version_kwargs(kwargs))  # type: ignore[arg-type]
+        try:
+            return transaction.commit()
+        except MissingChildError:
+            if ignore_missing:
+                return WriteResult(token=transaction.token, missing=True)
+            raise
+
+    def update(self, actions: List["Action"], condition: Optional["Condition"] = None, *args: Any,
+               **kwargs: Any) -> Any:
+        """PynamoDB's ``update()``, refusing actions that would bypass counting.
+
+        :raises CountingBypassError: an action on a counter, or on a counted child's key or parent-deciding
+          attributes. Nothing is written.
+        """
+        guard_update(self, actions)  # type: ignore[arg-type]
+        return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def batch_write(cls, *args: Any, **kwargs: Any) -> Any:
+        """PynamoDB's ``batch_write()``, refused on counted models outside
+        :func:`~pynamodb_counters.skip_counting`: a BatchWriteItem cannot carry guards or counter updates.
+
+        :raises CountingBypassError: on a model with counters or counted relations.
+        """
+        if (relations_of(cls) or counters_of(cls)) and not counting_skipped(cls):
+            raise CountingBypassError(
+                f"{cls.__name__}.batch_write() would bypass counting: BatchWriteItem cannot guard children or "
+                f"update counters. Save children one by one (or in a CountedTransaction of up to 100 actions), or "
+                f"wrap a deliberate backfill in skip_counting({cls.__name__}) and repair the counters afterwards")
+        return super().batch_write(*args, **kwargs)  # type: ignore[misc]
+
+
+def _version_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    return {"add_version_condition": kwargs["add_version_condition"]} if "add_version_condition" in kwargs else {}

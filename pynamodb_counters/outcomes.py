@@ -1,0 +1,142 @@
+"""
+Reading a counted transaction's outcome: what committed, what DynamoDB refused and why, and the signals.
+
+:func:`interpret` is pure: it maps the cancellation reasons (one per action, in request order) back to the
+plan's slots. :func:`commit_plan` sends a plan, interprets the answer and sends the signals.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+
+from .attributes import WRITE_ID
+from .connection import Sent, send
+from .exceptions import (ConditionFailedError, CountedWriteError, CounterError, CounterUnderflowError,
+                         DuplicateChildError, MissingChildError, ParentNotFoundError, TransactionError)
+from .results import WriteResult
+from .retries import RetryPolicy
+from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .transactions import Plan, Slot
+
+__all__ = ["commit_plan", "interpret"]
+
+_CHECK_FAILED = "ConditionalCheckFailed"
+# Which error wins when DynamoDB flags several actions: the most fundamental first.
+_PRIORITY = (TransactionError, ParentNotFoundError, CounterUnderflowError, DuplicateChildError,
+             MissingChildError, ConditionFailedError)
+
+
+def commit_plan(plan: "Plan", policy: Optional[RetryPolicy], return_consumed_capacity: str) -> WriteResult:
+    """Send ``plan``, recognise a write that already committed, raise what DynamoDB refused, send signals."""
+    sent = send(plan.slots[0].model, plan.items, plan.token, policy=policy,
+                return_consumed_capacity=return_consumed_capacity)
+    if sent.response is None:
+        interpret(plan, sent)  # raises, unless the write turns out to have committed on a lost attempt
+    result = WriteResult(
+        token=plan.token,
+        changes=tuple(change for slot in plan.children for change in slot.changes),
+        consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
+        attempts=sent.attempts,
+        recovered=sent.response is None,
+    )
+    for item, slot in zip(plan.items, plan.slots):
+        if "Put" in item and slot.instance is not None:
+            slot.instance.update_local_version_attribute()
+    for slot in plan.children:
+        signal = child_added if slot.kind == "put" else child_removed
+        send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes, result=result)
+    return result
+
+
+def interpret(plan: "Plan", sent: Sent) -> None:
+    """Read a cancelled transaction.
+
+    Returns normally when the write had in fact committed on an earlier attempt whose response was lost: a
+    child Put rejected because the item exists *with this write's token* as its write id, or, after an ambiguous
+    attempt, only counted deletes rejected because their children are gone.
+
+    :raises CountedWriteError: the most fundamental refusal (missing parent, underflow, duplicate, missing
+      child, failed condition), after sending ``duplicate_rejected`` / ``missing_rejected``.
+    :raises TransactionError: a cancellation reason retrying cannot fix, or reasons that do not match the plan.
+    """
+    reasons: Sequence[Dict[str, Any]] = sent.cancellation_reasons or []
+    if len(reasons) != len(plan.slots):
+        raise TransactionError(f"DynamoDB cancelled the transaction with {len(reasons)} reasons for "
+                               f"{len(plan.slots)} actions: {sent.error}", sent.error)
+    failures = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if reason.get("Code", "None") != "None"]
+    if any(_own_write(plan, slot, reason) for slot, reason in failures):
+        return
+    if sent.ambiguous and failures and all(slot.kind == "delete" and reason.get("Code") == _CHECK_FAILED
+                                           and not reason.get("Item") for slot, reason in failures):
+        return
+    errors = [_error(slot, reason, list(reasons), sent) for slot, reason in failures]
+    for error in errors:
+        if isinstance(error, DuplicateChildError):
+            send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
+        elif isinstance(error, MissingChildError):
+            send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
+    raise min(errors, key=lambda e: next(i for i, kind in enumerate(_PRIORITY) if isinstance(e, kind)))
+
+
+def _own_write(plan: "Plan", slot: "Slot", reason: Dict[str, Any]) -> bool:
+    item = reason.get("Item") or {}
+    return slot.kind == "put" and reason.get("Code") == _CHECK_FAILED and item.get(WRITE_ID) == {"S": plan.token}
+
+
+def _instance(plan: "Plan", error: CountedWriteError) -> Any:
+    return next((slot.instance for slot in plan.children if slot.model is error.model and slot.key == error.key),
+                None)
+
+
+def _error(slot: "Slot", reason: Dict[str, Any], reasons: List[Dict[str, Any]], sent: Sent) -> CounterError:
+    code, item = reason.get("Code"), reason.get("Item")
+    where = f"{slot.model.__name__} {slot.key!r}"
+    common: Dict[str, Any] = dict(model=slot.model, key=slot.key, cancellation_reasons=reasons)
+    if code != _CHECK_FAILED:
+        return TransactionError(f"DynamoDB cancelled the transaction: {code} on {where}: "
+                                f"{reason.get('Message', '')}", sent.error)
+    if slot.kind == "put":
+        if item:
+            return DuplicateChildError(f"{where} already exists; it was not counted again",
+                                       sent.error, raw_item=item, item=_load(slot, item), **common)
+        return ConditionFailedError(f"the condition on saving {where} was not met", sent.error, **common)
+    if slot.kind == "delete":
+        if item:
+            return ConditionFailedError(f"the condition on deleting {where} was not met", sent.error, **common)
+        return MissingChildError(f"{where} does not exist; no counter was decremented", sent.error, **common)
+    if slot.kind == "parent":
+        return _parent_error(slot, item, where, sent, common)
+    return ConditionFailedError(f"the condition on {where} was not met", sent.error, **common)
+
+
+def _parent_error(slot: "Slot", item: Optional[Dict[str, Any]], where: str, sent: Sent,
+                  common: Dict[str, Any]) -> CounterError:
+    model = slot.model
+    if not item:
+        return ParentNotFoundError(f"parent {where} does not exist; nothing was written", sent.error, **common)
+    discriminator = getattr(model, "_discriminator", None)
+    if discriminator:
+        attribute = model.get_attributes()[discriminator]
+        allowed = {attribute.get_discriminator(cls) for cls in attribute.get_registered_subclasses(model)}
+        stored = (item.get(attribute.attr_name) or {}).get("S")
+        if allowed and stored not in allowed:
+            return ParentNotFoundError(f"parent {where} holds a {stored!r} item, not a {model.__name__}; nothing "
+                                       f"was written", sent.error, **common)
+    attributes = model.get_attributes()
+    for name, delta in slot.deltas.items():
+        raw = (item.get(attributes[name].attr_name) or {}).get("N")
+        stored = int(raw) if raw is not None else None
+        if delta < 0 and (stored is None or stored < -delta):
+            return CounterUnderflowError(
+                f"{model.__name__}.{name} of {slot.key!r} holds {stored}, so removing {-delta} would take it below "
+                f"zero: the counter has drifted; audit and repair it. Nothing was written", sent.error,
+                attribute=name, stored=stored, **common)
+    return ConditionFailedError(f"the condition on parent {where} was not met", sent.error, **common)
+
+
+def _load(slot: "Slot", item: Dict[str, Any]) -> Any:
+    try:
+        return slot.model.from_raw_data(item)
+    except Exception:  # the raw item is still reported
+        return None

@@ -1,0 +1,224 @@
+"""
+``counted_by``: the declaration that a child model is counted in a parent's :class:`CounterField`.
+
+A relation is declared once, in the child model's class body::
+
+    class Like(CounterMixin, Model):
+        ...
+        post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"))
+
+``Like.post`` is then the immutable :class:`Relation`; ``like.post`` is the parent key of one like (no I/O).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, overload
+
+from .attributes import CounterField
+from .exceptions import ConfigurationError, ParentKeyError
+from .results import CounterChange
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = ["Relation", "counted_by", "counters_of", "normalize_key", "relations_of"]
+
+KeyFunction = Callable[[Any], Any]
+ParentKey = Tuple[Any, ...]
+
+
+class Relation:
+    """Children of :attr:`child_model` are counted in :attr:`counter` of the parent that :attr:`key` names.
+
+    Created by :func:`counted_by`; immutable once its class is built. The per-child hooks :meth:`applies` and
+    :meth:`amount` are where conditional and sum counters plug in.
+    """
+
+    __slots__ = ("_counter", "_key", "_reads", "_child_model", "_name")
+
+    def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = ()) -> None:
+        if not isinstance(counter, CounterField):
+            raise ConfigurationError(
+                f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
+            )
+        if counter.model is None:
+            raise ConfigurationError("counted_by() needs a CounterField declared on a model class")
+        if not callable(key):
+            raise ConfigurationError(f"counted_by(key=...) must be a callable mapping a child to its parent's key; "
+                                     f"got {key!r}")
+        if isinstance(reads, str):
+            raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
+        self._counter = counter
+        self._key = key
+        self._reads = frozenset(reads)
+        self._child_model: Optional[Type[Model]] = None
+        self._name: Optional[str] = None
+
+    def __set_name__(self, owner: Type[Any], name: str) -> None:
+        if self._child_model is not None:
+            raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
+        self._child_model = owner
+        self._name = name
+        _RELATIONS.clear()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_name", None) is not None:
+            raise AttributeError("a Relation is immutable once declared")
+        object.__setattr__(self, name, value)
+
+    @overload
+    def __get__(self, instance: None, owner: Any) -> "Relation": ...
+
+    @overload
+    def __get__(self, instance: Any, owner: Any) -> ParentKey: ...
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        if instance is None:
+            return self
+        return self.parent_key(instance)
+
+    # -- the declaration -------------------------------------------------------------------------------------
+    @property
+    def counter(self) -> CounterField:
+        """The parent's counter attribute."""
+        return self._counter
+
+    @property
+    def parent_model(self) -> Type["Model"]:
+        """The model that declares :attr:`counter`."""
+        assert self._counter.model is not None
+        return self._counter.model  # type: ignore[no-any-return]
+
+    @property
+    def attribute(self) -> str:
+        """The counter's Python attribute name on :attr:`parent_model`."""
+        assert self._counter.name is not None
+        return self._counter.name
+
+    @property
+    def child_model(self) -> Type["Model"]:
+        """The model that declares this relation."""
+        if self._child_model is None:
+            raise ConfigurationError("this relation is not declared on a model class")
+        return self._child_model
+
+    @property
+    def name(self) -> str:
+        """The relation's attribute name on the child model."""
+        return self._name or "?"
+
+    def __repr__(self) -> str:
+        child = self._child_model.__name__ if self._child_model is not None else "?"
+        return f"<Relation {child}.{self.name} -> {self.parent_model.__name__}.{self.attribute}>"
+
+    # -- per child -------------------------------------------------------------------------------------------
+    def applies(self, child: "Model") -> bool:
+        """Whether ``child`` is counted at all (always, until conditional counters)."""
+        return True
+
+    def amount(self, child: "Model") -> int:
+        """How much one ``child`` adds to the counter (one, until sum counters)."""
+        return 1
+
+    def parent_key(self, child: "Model") -> ParentKey:
+        """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
+
+        :raises ParentKeyError: the key function failed, or returned the wrong shape or a missing value.
+        """
+        try:
+            raw = self._key(child)
+        except Exception as error:  # a user function: any failure means the child cannot name its parent
+            raise ParentKeyError(f"{self}: the key function failed on {type(child).__name__} {_describe(child)}: "
+                                 f"{error!r}; does the child have the attributes the key needs?", error) from error
+        return normalize_key(self.parent_model, raw, f"{self}: the key function")
+
+    def changes(self, child: "Model", sign: int) -> List[CounterChange]:
+        """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
+        if not self.applies(child):
+            return []
+        return [CounterChange(self.parent_model, self.parent_key(child), self.attribute, sign * self.amount(child))]
+
+    def read_attributes(self, child: "Model") -> FrozenSet[str]:
+        """The child's attributes that decide its parent: the declared ``reads`` plus those the key function
+        touches on ``child`` (detected by running it on a recording proxy)."""
+        recorder = _Recorder(child)
+        try:
+            self._key(recorder)
+        except Exception:  # detection is best effort; parent_key() reports the real failure
+            pass
+        attributes = child.get_attributes()
+        return self._reads | frozenset(name for name in recorder.seen if name in attributes)
+
+
+def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = ()) -> Relation:
+    """Declare, in a child model's body, that the child is counted in ``counter``.
+
+    :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
+      (``Post.like_tally``).
+    :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
+    :param reads: the child attributes ``key`` reads, when they cannot be detected by running it (for example
+      when it reads them through another object). ``update()`` refuses actions on them.
+    """
+    return Relation(counter, key, reads)
+
+
+_RELATIONS: Dict[type, Tuple[Relation, ...]] = {}
+
+
+def relations_of(model: type) -> Tuple[Relation, ...]:
+    """Every relation that counts ``model``'s instances, inherited ones included, in declaration order."""
+    found = _RELATIONS.get(model)
+    if found is None:
+        seen: List[Relation] = []
+        for klass in reversed(model.__mro__):
+            seen.extend(value for value in vars(klass).values() if isinstance(value, Relation) and value not in seen)
+        for relation in seen:  # checked here: PynamoDB fills in a class's attributes after __set_name__
+            unknown = relation._reads - set(model.get_attributes())
+            if unknown:
+                raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of "
+                                         f"{model.__name__}")
+        found = _RELATIONS[model] = tuple(seen)
+    return found
+
+
+def counters_of(model: type) -> Dict[str, CounterField]:
+    """``model``'s counter attributes by Python name."""
+    attributes = model.get_attributes() if hasattr(model, "get_attributes") else {}
+    return {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
+
+
+def normalize_key(model: type, raw: Any, where: str) -> ParentKey:
+    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``.
+
+    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
+    """
+    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
+    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(key) != len(names):
+        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
+        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
+    for name, value in zip(names, key):
+        if value is None:
+            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
+                                 f"attributes the key needs?")
+    return key
+
+
+def _describe(child: Any) -> str:
+    try:
+        return repr(child._get_keys())
+    except Exception:
+        return "(key unreadable)"
+
+
+class _Recorder:
+    """Stands in for a child and records the attribute names read from it."""
+
+    __slots__ = ("_target", "seen")
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "seen", set())
+
+    def __getattr__(self, name: str) -> Any:
+        self.seen.add(name)
+        return getattr(self._target, name)

@@ -1,0 +1,78 @@
+"""
+Signals sent by counted writes, on a private :class:`blinker.Namespace`.
+
+Every signal's sender is the child model class, so a receiver can listen to one model::
+
+    from pynamodb_counters import signals
+
+    @signals.child_added.connect_via(Like)
+    def on_like(sender, instance, changes, **extra):
+        ...
+
+Receivers always take ``**extra``: later versions may add keyword arguments. Signals are sent after DynamoDB
+answered, in the thread that made the write. A receiver that raises is logged (logger
+``pynamodb_counters.signals``) and ignored: it never undoes, hides or fails a committed write, nor turns a
+rejection into another error.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from blinker import Namespace, Signal
+
+__all__ = ["child_added", "child_removed", "duplicate_rejected", "missing_rejected", "send_safely"]
+
+log = logging.getLogger(__name__)
+
+_signals = Namespace()
+
+child_added = _signals.signal("child-added", doc="""\
+A counted child was saved and its counters incremented, in one committed transaction.
+
+:sender: the child model class.
+:param instance: the saved child.
+:param changes: a tuple of :class:`~pynamodb_counters.CounterChange` for this child (parent model, key,
+  attribute, delta).
+:param result: the :class:`~pynamodb_counters.WriteResult` of the transaction, with ``consumed_capacity`` as
+  DynamoDB reported it (empty where it reports none), ``attempts`` and ``recovered``.
+""")
+
+child_removed = _signals.signal("child-removed", doc="""\
+A counted child was deleted and its counters decremented, in one committed transaction.
+
+:sender: the child model class.
+:param instance: the deleted child.
+:param changes: a tuple of :class:`~pynamodb_counters.CounterChange`, with negative deltas.
+:param result: the :class:`~pynamodb_counters.WriteResult` of the transaction.
+""")
+
+duplicate_rejected = _signals.signal("duplicate-rejected", doc="""\
+A counted save found its child already stored: nothing was written and no counter changed.
+
+Sent whether the save raised :class:`~pynamodb_counters.exceptions.DuplicateChildError` or was told to ignore
+duplicates.
+
+:sender: the child model class.
+:param instance: the child that was not saved.
+:param error: the :class:`~pynamodb_counters.exceptions.DuplicateChildError`; ``error.item`` is the stored item
+  where DynamoDB returned it.
+""")
+
+missing_rejected = _signals.signal("missing-rejected", doc="""\
+A counted delete found no child to delete: nothing was written and no counter changed.
+
+:sender: the child model class.
+:param instance: the child that was not deleted.
+:param error: the :class:`~pynamodb_counters.exceptions.MissingChildError`.
+""")
+
+
+def send_safely(signal: Signal, sender: Any, **kwargs: Any) -> None:
+    """Call each receiver of ``signal`` for ``sender``, logging and swallowing what a receiver raises."""
+    for receiver in signal.receivers_for(sender):
+        try:
+            receiver(sender, **kwargs)
+        except Exception:
+            log.exception("a receiver of pynamodb_counters.signals.%s raised; the write stands",
+                          signal.name.replace("-", "_"))

@@ -1,0 +1,387 @@
+"""
+The planner: turns counted saves and deletes (and any other PynamoDB writes) into one TransactWriteItems.
+
+Pure request building, no I/O: :class:`CountedTransaction` collects operations, :meth:`CountedTransaction.plan`
+builds the request, and :func:`pynamodb_counters.connection.send` sends it.
+
+What a plan guarantees, before anything is sent:
+
+* a counted child's Put carries ``attribute_not_exists`` on its key (and the caller's condition) and the
+  write id; its Delete carries ``attribute_exists``;
+* every parent item gets exactly one action: the deltas of all its counters, from all children, merged into one
+  Update (``ADD a :x, b :y``) guarded by the parent's existence, its discriminator and, for each decrement, a
+  floor of zero; deltas that net to zero leave a ConditionCheck on the parent instead;
+* a caller's ``update()`` or ``condition_check()`` on a parent that receives deltas is merged into that Update;
+* no item is named twice, and there are at most 100 actions.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+
+from pynamodb.constants import ALL_OLD, KEY
+
+from .attributes import WRITE_ID, check_counters_unchanged
+from .compat import serialize_key, version_condition
+from .context import counting_skipped
+from .exceptions import CountingBypassError, TransactionTooLargeError
+from .outcomes import commit_plan
+from .relations import counters_of, relations_of
+from .results import CounterChange, WriteResult
+from .retries import RetryPolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.expressions.condition import Condition
+    from pynamodb.expressions.update import Action
+    from pynamodb.models import Model
+
+__all__ = ["MAX_ACTIONS", "CountedTransaction", "Plan", "Slot", "guard_update", "parent_save_actions"]
+
+MAX_ACTIONS = 100
+"""DynamoDB's limit on actions in one TransactWriteItems."""
+
+ItemId = Tuple[str, Any, Any]  # (table name, serialized hash key, serialized range key)
+
+
+@dataclass
+class Slot:
+    """What one action of a plan stands for, so that cancellation reasons (one per action, in order) can be
+    read back.
+
+    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update or
+      ConditionCheck, ``"other"`` for a caller's uncounted write.
+    """
+
+    kind: str
+    model: Type["Model"]
+    key: Tuple[Any, ...]
+    instance: Optional["Model"] = None
+    deltas: Dict[str, int] = field(default_factory=dict)
+    changes: Tuple[CounterChange, ...] = ()
+
+
+@dataclass
+class Plan:
+    """A TransactWriteItems request, ready to send, and what each of its actions means."""
+
+    items: List[Dict[str, Any]]
+    slots: List[Slot]
+    token: str
+
+    @property
+    def children(self) -> List[Slot]:
+        """The counted child operations, in the order they were added."""
+        return [slot for slot in self.slots if slot.kind in ("put", "delete")]
+
+
+@dataclass
+class _Pending:
+    """One operation as the caller asked for it."""
+
+    kind: str  # put | delete | update | check | counted_put | counted_delete
+    model: Type["Model"]
+    key: Tuple[Any, ...]
+    instance: Optional["Model"] = None
+    condition: Optional["Condition"] = None
+    actions: List["Action"] = field(default_factory=list)
+    add_version_condition: bool = True
+    parent_save: bool = False
+
+
+class CountedTransaction:
+    """Counted saves and deletes, and any other PynamoDB writes, committed as one TransactWriteItems.
+
+    ::
+
+        with CountedTransaction() as transaction:
+            transaction.save(Like(pk="POST#a91f", sk="LIKE#USER#7c20", liked_at=1750636800))
+            transaction.delete(old_like)
+            transaction.update(post, actions=[Post.title.set("Edited")])
+        transaction.result.changes
+
+    Deltas on the same parent merge into one Update; the whole transaction commits or nothing does. Nothing is
+    sent before :meth:`commit` (called when the ``with`` block ends without an exception).
+
+    :param retry: the retry policy (defaults to the first counted model's ``Meta.counter_retry``, else
+      :data:`~pynamodb_counters.retries.DEFAULT_RETRY_POLICY`).
+    :param token: the ``ClientRequestToken`` (a fresh UUID by default; at most 36 characters).
+    :param return_consumed_capacity: ``"TOTAL"`` (default), ``"INDEXES"`` or ``"NONE"``.
+    """
+
+    def __init__(self, *, retry: Optional[RetryPolicy] = None, token: Optional[str] = None,
+                 return_consumed_capacity: str = "TOTAL") -> None:
+        self.token = token or str(uuid.uuid4())
+        self.retry = retry
+        self.return_consumed_capacity = return_consumed_capacity
+        self.result: Optional[WriteResult] = None
+        self._pending: List[_Pending] = []
+
+    # -- collecting ------------------------------------------------------------------------------------------
+    def save(self, instance: "Model", condition: Optional["Condition"] = None) -> None:
+        """Add ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
+        otherwise an ordinary Put (a parent's counters are never overwritten: see :meth:`update`)."""
+        model = type(instance)
+        check_counters_unchanged(instance)
+        counted = bool(relations_of(model)) and not counting_skipped(model)
+        if counters_of(model) and not counted and not counting_skipped(model):
+            # a parent that is not a counted child: save its other attributes, never its counters
+            self._pending.append(_Pending("update", model, _key_of(instance), instance, condition,
+                                          parent_save_actions(instance), parent_save=True))
+            return
+        self._pending.append(_Pending("counted_put" if counted else "put", model, _key_of(instance), instance,
+                                      condition))
+
+    def delete(self, instance: "Model", condition: Optional["Condition"] = None, *,
+               add_version_condition: bool = True) -> None:
+        """Delete ``instance``: counted (a guarded Delete plus negative deltas) when its model is a counted
+        child, otherwise an ordinary Delete."""
+        model = type(instance)
+        counted = bool(relations_of(model)) and not counting_skipped(model)
+        self._pending.append(_Pending("counted_delete" if counted else "delete", model, _key_of(instance),
+                                      instance, condition, add_version_condition=add_version_condition))
+
+    def update(self, instance: "Model", actions: Sequence["Action"], condition: Optional["Condition"] = None, *,
+               add_version_condition: bool = True) -> None:
+        """Update ``instance`` with PynamoDB ``actions``. On a parent that also receives deltas here, the actions
+        join its counter Update.
+
+        :raises CountingBypassError: an action on a counter, on a counted child's key, or on an attribute its
+          relations read to find the parent.
+        """
+        if not actions:
+            raise TypeError("update() needs a non-empty list of actions")
+        guard_update(instance, actions)
+        self._pending.append(_Pending("update", type(instance), _key_of(instance), instance, condition,
+                                      list(actions), add_version_condition))
+
+    def condition_check(self, model: Type["Model"], hash_key: Any, range_key: Any = None, *,
+                        condition: "Condition") -> None:
+        """Require ``condition`` on an item for the transaction to commit."""
+        key = (hash_key,) if range_key is None else (hash_key, range_key)
+        self._pending.append(_Pending("check", model, key, condition=condition))
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    # -- planning (pure) -------------------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        """Build the request. Pure: reads the models, sends nothing.
+
+        :raises TransactionTooLargeError: more than 100 actions, or one item named twice.
+        :raises ParentKeyError: a relation's key function gave an unusable parent key.
+        """
+        entries: List[Tuple[ItemId, str, Dict[str, Any], Slot]] = []
+        parents: Dict[ItemId, Slot] = {}
+        merged: Dict[ItemId, _Pending] = {}
+
+        for op in self._pending:  # first pass: which parent items receive deltas
+            if op.kind in ("counted_put", "counted_delete"):
+                assert op.instance is not None
+                sign = 1 if op.kind == "counted_put" else -1
+                for relation in relations_of(op.model):
+                    for change in relation.changes(op.instance, sign):
+                        item_id = _item_id(change.parent, change.key)
+                        slot = parents.setdefault(item_id, Slot("parent", change.parent, change.key))
+                        slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
+
+        for op in self._pending:
+            item_id = _item_id(op.model, op.key)
+            if item_id in parents and op.kind in ("update", "check") and not op.parent_save \
+                    and item_id not in merged:
+                merged[item_id] = op
+                continue
+            if item_id in parents:
+                raise TransactionTooLargeError(
+                    f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
+                    + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
+            entries.append((item_id,) + _child_or_other(op, self.token))
+
+        for item_id, slot in parents.items():
+            action, request = _parent_request(slot, merged.get(item_id))
+            entries.append((item_id, action, request, slot))
+
+        seen = set()
+        for item_id, _, _, slot in entries:
+            if item_id in seen:
+                raise TransactionTooLargeError(f"{slot.model.__name__} {slot.key} appears twice in one transaction; "
+                                               f"DynamoDB allows one action per item")
+            seen.add(item_id)
+        if len(entries) > MAX_ACTIONS:
+            raise TransactionTooLargeError(f"this transaction has {len(entries)} actions; DynamoDB allows "
+                                           f"{MAX_ACTIONS}. Nothing was sent")
+        if not entries:
+            raise TransactionTooLargeError("this transaction is empty")
+        return Plan(items=[{action: request} for _, action, request, _ in entries],
+                    slots=[slot for _, _, _, slot in entries], token=self.token)
+
+    # -- committing (I/O) ------------------------------------------------------------------------------------
+    def commit(self) -> WriteResult:
+        """Plan, send with retries, and report. Sends the signals of each counted child.
+
+        :raises CountedWriteError: a subclass naming what DynamoDB refused; nothing was written.
+        :raises RetriesExhaustedError: transient failures outlasted the retry policy.
+        """
+        self.result = commit_plan(self.plan(), self._retry_policy(), self.return_consumed_capacity)
+        return self.result
+
+    def _retry_policy(self) -> Optional[RetryPolicy]:
+        if self.retry is not None:
+            return self.retry
+        for op in self._pending:
+            policy = getattr(getattr(op.model, "Meta", None), "counter_retry", None)
+            if isinstance(policy, RetryPolicy):
+                return policy
+        return None
+
+    def __enter__(self) -> "CountedTransaction":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+
+
+def parent_save_actions(instance: "Model") -> List["Action"]:
+    """The Update actions that save a parent without touching its counters: SET (or REMOVE, for ``None``) every
+    other non-key attribute, and start each counter at ``0`` only where it does not exist yet."""
+    instance.serialize(null_check=True)  # the same null checks as PynamoDB's save()
+    model = type(instance)
+    counters = counters_of(model)
+    skip = {model._hash_keyname, model._range_keyname, model._version_attribute_name}
+    actions: List["Action"] = []
+    for name, attribute in model.get_attributes().items():
+        if name in skip:
+            continue
+        if name in counters:
+            actions.append(attribute.set(attribute | 0))
+            continue
+        value = getattr(instance, name)
+        actions.append(attribute.remove() if value is None else attribute.set(value))
+    return actions
+
+
+def guard_update(instance: "Model", actions: Sequence["Action"]) -> None:
+    """Refuse ``update()`` actions that would bypass counting: on counters, and, for a counted child, on its
+    key attributes and on the attributes its relations read to find the parent (until children can move
+    between parents).
+
+    :raises CountingBypassError: naming the attribute and the way around it.
+    """
+    model = type(instance)
+    if counting_skipped(model):
+        return
+    attributes = model.get_attributes()
+    protected: Dict[str, str] = {attributes[name].attr_name: f"{model.__name__}.{name} is a counter"
+                                 for name in counters_of(model)}
+    relations = relations_of(model)
+    if relations:
+        for name in filter(None, (model._hash_keyname, model._range_keyname)):
+            protected[attributes[name].attr_name] = f"{model.__name__}.{name} is part of a counted child's key"
+        for relation in relations:
+            for name in relation.read_attributes(instance):
+                protected.setdefault(attributes[name].attr_name,
+                                     f"{model.__name__}.{name} decides the parent of {relation}")
+    for action in actions:
+        for value in action.values:
+            path = getattr(value, "path", None)
+            if path and path[0].split("[")[0] in protected:
+                raise CountingBypassError(
+                    f"{protected[path[0].split('[')[0]]}: update() cannot change it without bypassing counting. "
+                    f"Delete and re-create the child, use set_counter() to repair a counter, or wrap a deliberate "
+                    f"migration in skip_counting()")
+
+
+# -- request pieces ------------------------------------------------------------------------------------------
+def _key_of(instance: "Model") -> Tuple[Any, ...]:
+    model = type(instance)
+    key = (getattr(instance, model._hash_keyname),)
+    if model._range_keyname:
+        key += (getattr(instance, model._range_keyname),)
+    return key
+
+
+def _item_id(model: Type["Model"], key: Tuple[Any, ...]) -> ItemId:
+    hash_key, range_key = serialize_key(model, key)
+    return (model.Meta.table_name, hash_key, range_key)
+
+
+def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot]:
+    instance, model, condition = op.instance, op.model, op.condition
+    if op.kind in ("counted_put", "put"):
+        assert instance is not None
+        if op.kind == "counted_put":
+            guard = model._hash_key_attribute().does_not_exist()
+            condition = guard if condition is None else guard & condition
+        request = instance.get_save_kwargs_from_instance(condition=condition,
+                                                         return_values_on_condition_failure=ALL_OLD)
+        if op.kind == "put":
+            return "Put", request, Slot("other", model, op.key, instance)
+        request["Item"][WRITE_ID] = {"S": token}
+        changes = tuple(c for r in relations_of(model) for c in r.changes(instance, 1))
+        return "Put", request, Slot("put", model, op.key, instance, changes=changes)
+    if op.kind in ("counted_delete", "delete"):
+        assert instance is not None
+        if op.kind == "counted_delete":
+            guard = model._hash_key_attribute().exists()
+            condition = guard if condition is None else guard & condition
+        request = instance.get_delete_kwargs_from_instance(condition=condition,
+                                                           return_values_on_condition_failure=ALL_OLD,
+                                                           add_version_condition=op.add_version_condition)
+        if op.kind == "delete":
+            return "Delete", request, Slot("other", model, op.key, instance)
+        changes = tuple(c for r in relations_of(model) for c in r.changes(instance, -1))
+        return "Delete", request, Slot("delete", model, op.key, instance, changes=changes)
+    if op.kind == "update":
+        assert instance is not None
+        request = instance.get_update_kwargs_from_instance(list(op.actions), condition=condition,
+                                                           return_values_on_condition_failure=ALL_OLD,
+                                                           add_version_condition=op.add_version_condition)
+        return "Update", request, Slot("other", model, op.key, instance)
+    assert op.condition is not None
+    request = _key_request(model, op.key, condition=op.condition)
+    return "ConditionCheck", request, Slot("other", model, op.key)
+
+
+def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[str, Any]]:
+    model = slot.model
+    attributes = model.get_attributes()
+    condition = model._hash_key_attribute().exists()
+    discriminator = discriminator_condition(model)
+    if discriminator is not None:
+        condition &= discriminator
+    actions: List["Action"] = []
+    for name, delta in slot.deltas.items():
+        if delta:
+            actions.append(attributes[name].add(delta))
+        if delta < 0:
+            condition &= attributes[name] >= -delta
+    if merged is not None:
+        if merged.condition is not None:
+            condition &= merged.condition
+        extra = list(merged.actions)
+        if merged.instance is not None and merged.add_version_condition:
+            version = version_condition(merged.instance, actions=extra)
+            if version is not None:
+                condition &= version
+        actions = extra + actions
+    if actions:
+        return "Update", _key_request(model, slot.key, condition=condition, actions=actions)
+    return "ConditionCheck", _key_request(model, slot.key, condition=condition)
+
+
+def _key_request(model: Type["Model"], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
+    hash_key, range_key = serialize_key(model, key)
+    request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
+        hash_key, range_key=range_key, key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
+    return request
+
+
+def discriminator_condition(model: Type["Model"]) -> Optional["Condition"]:
+    """In a single-table (polymorphic) model, the condition that an item holds ``model`` or a subclass."""
+    name = getattr(model, "_discriminator", None)
+    if not name:
+        return None
+    attribute = model.get_attributes()[name]
+    classes = attribute.get_registered_subclasses(model)
+    return attribute.is_in(*classes) if classes else None
