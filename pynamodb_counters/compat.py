@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 import botocore.config
 import pynamodb
+from pynamodb.attributes import DiscriminatorAttribute
 from pynamodb.constants import BINARY, NUMBER, STRING
 
 from .exceptions import ParentKeyError
@@ -22,21 +23,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["PYNAMODB_MAJOR", "key_attributes", "serialize_key", "transact_client", "version_condition"]
+__all__ = ["PYNAMODB_MAJOR", "discriminator_of", "key_attributes", "serialize_key", "transact_client",
+           "version_condition"]
 
 PYNAMODB_MAJOR = int(pynamodb.__version__.split(".")[0])
 
-_SERIALIZED_TYPES = {STRING: str, NUMBER: str, BINARY: (bytes, bytearray)}
+_SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray)}
 
 
-def key_attributes(model: Type["Model"]) -> List["Attribute[Any]"]:
+def key_attributes(model: Type[Model]) -> List[Attribute[Any]]:
     """The model's hash key attribute, then its range key attribute if it has one."""
     attributes = model.get_attributes()
-    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])
+    names = [name for name in (model._hash_keyname, model._range_keyname) if name]
     return [attributes[name] for name in names]
 
 
-def serialize_key(model: Type["Model"], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:
+def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:
     """Serialize a ``(hash,)`` or ``(hash, range)`` key of ``model``, checking each value's type.
 
     :raises ParentKeyError: a value the key attribute cannot hold (``"7"`` for a number key, ``7`` for a
@@ -46,7 +48,7 @@ def serialize_key(model: Type["Model"], key: Tuple[Any, ...]) -> Tuple[Any, Opti
     for attribute, value in zip(key_attributes(model), key):
         try:
             out = attribute.serialize(value)
-            ok = isinstance(out, _SERIALIZED_TYPES.get(attribute.attr_type, object))
+            ok = isinstance(out, _SERIALIZED_TYPES.get(attribute.attr_type, (object,)))
             if ok and attribute.attr_type == NUMBER:
                 number = json.loads(out)
                 ok = isinstance(number, (int, float)) and not isinstance(number, bool)
@@ -59,18 +61,26 @@ def serialize_key(model: Type["Model"], key: Tuple[Any, ...]) -> Tuple[Any, Opti
     return serialized[0], (serialized[1] if len(serialized) > 1 else None)
 
 
-def version_condition(instance: "Model", actions: Optional[List["Action"]] = None,
-                      attributes: Optional[Dict[str, Any]] = None) -> Optional["Condition"]:
+def version_condition(instance: Model, actions: Optional[List[Action]] = None,
+                      attributes: Optional[Dict[str, Any]] = None) -> Optional[Condition]:
     """PynamoDB's optimistic-locking condition for ``instance`` (``None`` without a ``VersionAttribute``);
     appends the version bump to ``actions`` or ``attributes`` as PynamoDB's own writes do."""
-    return instance._handle_version_attribute(actions=actions, attributes=attributes)  # type: ignore[no-any-return]
+    condition: Optional[Condition] = instance._handle_version_attribute(actions=actions, attributes=attributes)
+    return condition
 
 
-_clients: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+def discriminator_of(model: Type[Model]) -> Optional[DiscriminatorAttribute]:
+    """The model's ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``."""
+    name = getattr(model, "_discriminator", None)
+    attribute = model.get_attributes().get(name) if name else None
+    return attribute if isinstance(attribute, DiscriminatorAttribute) else None
+
+
+_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _clients_lock = threading.Lock()
 
 
-def transact_client(model: Type["Model"]) -> Any:
+def transact_client(model: Type[Model]) -> Any:
     """A botocore DynamoDB client configured like ``model``'s PynamoDB connection (endpoint, region,
     credentials, timeouts, pool size) but without botocore's own retries.
 

@@ -40,7 +40,7 @@ class Sent:
     ambiguous: bool
 
 
-def send(model: Type["Model"], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
+def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
          return_consumed_capacity: str = "TOTAL") -> Sent:
     """Send ``items`` as one TransactWriteItems through ``model``'s connection settings.
 

@@ -11,7 +11,7 @@ __all__ = ["counting_skipped", "skip_counting"]
 
 # None: nothing skipped; an empty set: every model skipped; otherwise the skipped models (and subclasses).
 _ALL: FrozenSet[type] = frozenset()
-_skipped: "contextvars.ContextVar[Optional[FrozenSet[type]]]" = contextvars.ContextVar(
+_skipped: contextvars.ContextVar[Optional[FrozenSet[type]]] = contextvars.ContextVar(
     "pynamodb_counters_skipped", default=None
 )
 

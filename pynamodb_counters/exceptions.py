@@ -16,8 +16,8 @@ Every error derives from :class:`CounterError`. The hierarchy::
      |    +-- ConditionFailedError     the caller's ``condition`` or version check failed
      +-- TransactionError          DynamoDB rejected the request for another reason (validation, table missing,
      |                             access denied); nothing was written
-     +-- RetriesExhaustedError     transient failures outlasted the retry bound; :attr:`~RetriesExhaustedError.ambiguous`
-                                   tells whether the write may have landed
+     +-- RetriesExhaustedError     transient failures outlasted the retry bound; ``ambiguous`` tells
+                                   whether the write may have landed
 
 Every error raised before a request is sent (configuration, key, bypass, size) leaves DynamoDB untouched.
 """
@@ -110,7 +110,7 @@ class CountedWriteError(CounterError):
         msg: Optional[str] = None,
         cause: Optional[BaseException] = None,
         *,
-        model: Optional[Type["Model"]] = None,
+        model: Optional[Type[Model]] = None,
         key: Tuple[Any, ...] = (),
         cancellation_reasons: Sequence[Dict[str, Any]] = (),
     ) -> None:
@@ -130,7 +130,7 @@ class DuplicateChildError(CountedWriteError):
     msg = "child already exists"
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
-                 raw_item: Optional[Dict[str, Any]] = None, item: Optional["Model"] = None, **kwargs: Any) -> None:
+                 raw_item: Optional[Dict[str, Any]] = None, item: Optional[Model] = None, **kwargs: Any) -> None:
         super().__init__(msg, cause, **kwargs)
         self.raw_item = raw_item
         self.item = item

@@ -47,7 +47,7 @@ class CounterMixin:
     """
 
     # -- writes ----------------------------------------------------------------------------------------------
-    def save(self, condition: Optional["Condition"] = None, *args: Any, ignore_duplicate: bool = False,
+    def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = False,
              retry: Optional[RetryPolicy] = None, **kwargs: Any) -> Any:
         """Save: counted on a child, counter-preserving on a parent, plain PynamoDB otherwise.
 
@@ -72,7 +72,7 @@ class CounterMixin:
                 return WriteResult(token=transaction.token, duplicate=True)
             raise
 
-    def delete(self, condition: Optional["Condition"] = None, *args: Any, ignore_missing: bool = False,
+    def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = False,
                retry: Optional[RetryPolicy] = None, **kwargs: Any) -> Any:
         """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
         PynamoDB otherwise."""
@@ -88,7 +88,7 @@ class CounterMixin:
                 return WriteResult(token=transaction.token, missing=True)
             raise
 
-    def update(self, actions: List["Action"], condition: Optional["Condition"] = None, *args: Any,
+    def update(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
                **kwargs: Any) -> Any:
         """PynamoDB's ``update()``, refusing actions that would bypass counting.
 

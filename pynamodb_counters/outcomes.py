@@ -9,9 +9,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from .attributes import WRITE_ID
+from .compat import discriminator_of
 from .connection import Sent, send
-from .exceptions import (ConditionFailedError, CountedWriteError, CounterError, CounterUnderflowError,
-                         DuplicateChildError, MissingChildError, ParentNotFoundError, TransactionError)
+from .exceptions import (
+    ConditionFailedError,
+    CountedWriteError,
+    CounterError,
+    CounterUnderflowError,
+    DuplicateChildError,
+    MissingChildError,
+    ParentNotFoundError,
+    TransactionError,
+)
 from .results import WriteResult
 from .retries import RetryPolicy
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
@@ -27,7 +36,7 @@ _PRIORITY = (TransactionError, ParentNotFoundError, CounterUnderflowError, Dupli
              MissingChildError, ConditionFailedError)
 
 
-def commit_plan(plan: "Plan", policy: Optional[RetryPolicy], return_consumed_capacity: str) -> WriteResult:
+def commit_plan(plan: Plan, policy: Optional[RetryPolicy], return_consumed_capacity: str) -> WriteResult:
     """Send ``plan``, recognise a write that already committed, raise what DynamoDB refused, send signals."""
     sent = send(plan.slots[0].model, plan.items, plan.token, policy=policy,
                 return_consumed_capacity=return_consumed_capacity)
@@ -42,14 +51,14 @@ def commit_plan(plan: "Plan", policy: Optional[RetryPolicy], return_consumed_cap
     )
     for item, slot in zip(plan.items, plan.slots):
         if "Put" in item and slot.instance is not None:
-            slot.instance.update_local_version_attribute()
+            slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
     for slot in plan.children:
         signal = child_added if slot.kind == "put" else child_removed
         send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes, result=result)
     return result
 
 
-def interpret(plan: "Plan", sent: Sent) -> None:
+def interpret(plan: Plan, sent: Sent) -> None:
     """Read a cancelled transaction.
 
     Returns normally when the write had in fact committed on an earlier attempt whose response was lost: a
@@ -79,17 +88,17 @@ def interpret(plan: "Plan", sent: Sent) -> None:
     raise min(errors, key=lambda e: next(i for i, kind in enumerate(_PRIORITY) if isinstance(e, kind)))
 
 
-def _own_write(plan: "Plan", slot: "Slot", reason: Dict[str, Any]) -> bool:
+def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
     item = reason.get("Item") or {}
     return slot.kind == "put" and reason.get("Code") == _CHECK_FAILED and item.get(WRITE_ID) == {"S": plan.token}
 
 
-def _instance(plan: "Plan", error: CountedWriteError) -> Any:
+def _instance(plan: Plan, error: CountedWriteError) -> Any:
     return next((slot.instance for slot in plan.children if slot.model is error.model and slot.key == error.key),
                 None)
 
 
-def _error(slot: "Slot", reason: Dict[str, Any], reasons: List[Dict[str, Any]], sent: Sent) -> CounterError:
+def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], sent: Sent) -> CounterError:
     code, item = reason.get("Code"), reason.get("Item")
     where = f"{slot.model.__name__} {slot.key!r}"
     common: Dict[str, Any] = dict(model=slot.model, key=slot.key, cancellation_reasons=reasons)
@@ -110,14 +119,13 @@ def _error(slot: "Slot", reason: Dict[str, Any], reasons: List[Dict[str, Any]], 
     return ConditionFailedError(f"the condition on {where} was not met", sent.error, **common)
 
 
-def _parent_error(slot: "Slot", item: Optional[Dict[str, Any]], where: str, sent: Sent,
+def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: Sent,
                   common: Dict[str, Any]) -> CounterError:
     model = slot.model
     if not item:
         return ParentNotFoundError(f"parent {where} does not exist; nothing was written", sent.error, **common)
-    discriminator = getattr(model, "_discriminator", None)
-    if discriminator:
-        attribute = model.get_attributes()[discriminator]
+    attribute = discriminator_of(model)
+    if attribute is not None:
         allowed = {attribute.get_discriminator(cls) for cls in attribute.get_registered_subclasses(model)}
         stored = (item.get(attribute.attr_name) or {}).get("S")
         if allowed and stored not in allowed:
@@ -135,7 +143,7 @@ def _parent_error(slot: "Slot", item: Optional[Dict[str, Any]], where: str, sent
     return ConditionFailedError(f"the condition on parent {where} was not met", sent.error, **common)
 
 
-def _load(slot: "Slot", item: Dict[str, Any]) -> Any:
+def _load(slot: Slot, item: Dict[str, Any]) -> Any:
     try:
         return slot.model.from_raw_data(item)
     except Exception:  # the raw item is still reported

@@ -66,7 +66,7 @@ class Relation:
         object.__setattr__(self, name, value)
 
     @overload
-    def __get__(self, instance: None, owner: Any) -> "Relation": ...
+    def __get__(self, instance: None, owner: Any) -> Relation: ...
 
     @overload
     def __get__(self, instance: Any, owner: Any) -> ParentKey: ...
@@ -83,10 +83,11 @@ class Relation:
         return self._counter
 
     @property
-    def parent_model(self) -> Type["Model"]:
+    def parent_model(self) -> Type[Model]:
         """The model that declares :attr:`counter`."""
-        assert self._counter.model is not None
-        return self._counter.model  # type: ignore[no-any-return]
+        model: Optional[Type[Model]] = self._counter.model
+        assert model is not None
+        return model
 
     @property
     def attribute(self) -> str:
@@ -95,7 +96,7 @@ class Relation:
         return self._counter.name
 
     @property
-    def child_model(self) -> Type["Model"]:
+    def child_model(self) -> Type[Model]:
         """The model that declares this relation."""
         if self._child_model is None:
             raise ConfigurationError("this relation is not declared on a model class")
@@ -111,15 +112,15 @@ class Relation:
         return f"<Relation {child}.{self.name} -> {self.parent_model.__name__}.{self.attribute}>"
 
     # -- per child -------------------------------------------------------------------------------------------
-    def applies(self, child: "Model") -> bool:
+    def applies(self, child: Model) -> bool:
         """Whether ``child`` is counted at all (always, until conditional counters)."""
         return True
 
-    def amount(self, child: "Model") -> int:
+    def amount(self, child: Model) -> int:
         """How much one ``child`` adds to the counter (one, until sum counters)."""
         return 1
 
-    def parent_key(self, child: "Model") -> ParentKey:
+    def parent_key(self, child: Model) -> ParentKey:
         """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
 
         :raises ParentKeyError: the key function failed, or returned the wrong shape or a missing value.
@@ -131,13 +132,13 @@ class Relation:
                                  f"{error!r}; does the child have the attributes the key needs?", error) from error
         return normalize_key(self.parent_model, raw, f"{self}: the key function")
 
-    def changes(self, child: "Model", sign: int) -> List[CounterChange]:
+    def changes(self, child: Model, sign: int) -> List[CounterChange]:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
         if not self.applies(child):
             return []
         return [CounterChange(self.parent_model, self.parent_key(child), self.attribute, sign * self.amount(child))]
 
-    def read_attributes(self, child: "Model") -> FrozenSet[str]:
+    def read_attributes(self, child: Model) -> FrozenSet[str]:
         """The child's attributes that decide its parent: the declared ``reads`` plus those the key function
         touches on ``child`` (detected by running it on a recording proxy)."""
         recorder = _Recorder(child)
@@ -169,10 +170,10 @@ def relations_of(model: type) -> Tuple[Relation, ...]:
     found = _RELATIONS.get(model)
     if found is None:
         seen: List[Relation] = []
-        for klass in reversed(model.__mro__):
+        for klass in reversed(model.__mro__):  # base classes first: declaration order
             seen.extend(value for value in vars(klass).values() if isinstance(value, Relation) and value not in seen)
         for relation in seen:  # checked here: PynamoDB fills in a class's attributes after __set_name__
-            unknown = relation._reads - set(model.get_attributes())
+            unknown = relation._reads - set(model.get_attributes())  # type: ignore[attr-defined]
             if unknown:
                 raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of "
                                          f"{model.__name__}")

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from pynamodb.exceptions import UpdateError
 
 from .attributes import CounterField
-from .compat import serialize_key
+from .compat import key_attributes, serialize_key
 from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
 from .relations import normalize_key
 from .transactions import discriminator_condition
@@ -37,7 +37,7 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
     model = counter.model
     key = normalize_key(model, key, f"set_counter({counter!r})")
     hash_key, range_key = serialize_key(model, key)
-    condition = model._hash_key_attribute().exists()
+    condition = key_attributes(model)[0].exists()
     discriminator = discriminator_condition(model)
     if discriminator is not None:
         condition &= discriminator

@@ -22,7 +22,7 @@ class CounterChange:
     :ivar delta: the signed change, ``+1`` for an added child and ``-1`` for a removed one.
     """
 
-    parent: Type["Model"]
+    parent: Type[Model]
     key: Tuple[Any, ...]
     attribute: str
     delta: int

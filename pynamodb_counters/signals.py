@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from blinker import Namespace, Signal
+from blinker import NamedSignal, Namespace
 
 __all__ = ["child_added", "child_removed", "duplicate_rejected", "missing_rejected", "send_safely"]
 
@@ -68,7 +68,7 @@ A counted delete found no child to delete: nothing was written and no counter ch
 """)
 
 
-def send_safely(signal: Signal, sender: Any, **kwargs: Any) -> None:
+def send_safely(signal: NamedSignal, sender: Any, **kwargs: Any) -> None:
     """Call each receiver of ``signal`` for ``sender``, logging and swallowing what a receiver raises."""
     for receiver in signal.receivers_for(sender):
         try:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 from pynamodb.constants import ALL_OLD, KEY
 
 from .attributes import WRITE_ID, check_counters_unchanged
-from .compat import serialize_key, version_condition
+from .compat import discriminator_of, key_attributes, serialize_key, version_condition
 from .context import counting_skipped
 from .exceptions import CountingBypassError, TransactionTooLargeError
 from .outcomes import commit_plan
@@ -54,9 +54,9 @@ class Slot:
     """
 
     kind: str
-    model: Type["Model"]
+    model: Type[Model]
     key: Tuple[Any, ...]
-    instance: Optional["Model"] = None
+    instance: Optional[Model] = None
     deltas: Dict[str, int] = field(default_factory=dict)
     changes: Tuple[CounterChange, ...] = ()
 
@@ -80,11 +80,11 @@ class _Pending:
     """One operation as the caller asked for it."""
 
     kind: str  # put | delete | update | check | counted_put | counted_delete
-    model: Type["Model"]
+    model: Type[Model]
     key: Tuple[Any, ...]
-    instance: Optional["Model"] = None
-    condition: Optional["Condition"] = None
-    actions: List["Action"] = field(default_factory=list)
+    instance: Optional[Model] = None
+    condition: Optional[Condition] = None
+    actions: List[Action] = field(default_factory=list)
     add_version_condition: bool = True
     parent_save: bool = False
 
@@ -118,7 +118,7 @@ class CountedTransaction:
         self._pending: List[_Pending] = []
 
     # -- collecting ------------------------------------------------------------------------------------------
-    def save(self, instance: "Model", condition: Optional["Condition"] = None) -> None:
+    def save(self, instance: Model, condition: Optional[Condition] = None) -> None:
         """Add ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
         otherwise an ordinary Put (a parent's counters are never overwritten: see :meth:`update`)."""
         model = type(instance)
@@ -132,7 +132,7 @@ class CountedTransaction:
         self._pending.append(_Pending("counted_put" if counted else "put", model, _key_of(instance), instance,
                                       condition))
 
-    def delete(self, instance: "Model", condition: Optional["Condition"] = None, *,
+    def delete(self, instance: Model, condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
         """Delete ``instance``: counted (a guarded Delete plus negative deltas) when its model is a counted
         child, otherwise an ordinary Delete."""
@@ -141,7 +141,7 @@ class CountedTransaction:
         self._pending.append(_Pending("counted_delete" if counted else "delete", model, _key_of(instance),
                                       instance, condition, add_version_condition=add_version_condition))
 
-    def update(self, instance: "Model", actions: Sequence["Action"], condition: Optional["Condition"] = None, *,
+    def update(self, instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
         """Update ``instance`` with PynamoDB ``actions``. On a parent that also receives deltas here, the actions
         join its counter Update.
@@ -155,8 +155,8 @@ class CountedTransaction:
         self._pending.append(_Pending("update", type(instance), _key_of(instance), instance, condition,
                                       list(actions), add_version_condition))
 
-    def condition_check(self, model: Type["Model"], hash_key: Any, range_key: Any = None, *,
-                        condition: "Condition") -> None:
+    def condition_check(self, model: Type[Model], hash_key: Any, range_key: Any = None, *,
+                        condition: Condition) -> None:
         """Require ``condition`` on an item for the transaction to commit."""
         key = (hash_key,) if range_key is None else (hash_key, range_key)
         self._pending.append(_Pending("check", model, key, condition=condition))
@@ -234,7 +234,7 @@ class CountedTransaction:
                 return policy
         return None
 
-    def __enter__(self) -> "CountedTransaction":
+    def __enter__(self) -> CountedTransaction:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -242,14 +242,14 @@ class CountedTransaction:
             self.commit()
 
 
-def parent_save_actions(instance: "Model") -> List["Action"]:
+def parent_save_actions(instance: Model) -> List[Action]:
     """The Update actions that save a parent without touching its counters: SET (or REMOVE, for ``None``) every
     other non-key attribute, and start each counter at ``0`` only where it does not exist yet."""
     instance.serialize(null_check=True)  # the same null checks as PynamoDB's save()
     model = type(instance)
     counters = counters_of(model)
     skip = {model._hash_keyname, model._range_keyname, model._version_attribute_name}
-    actions: List["Action"] = []
+    actions: List[Action] = []
     for name, attribute in model.get_attributes().items():
         if name in skip:
             continue
@@ -261,7 +261,7 @@ def parent_save_actions(instance: "Model") -> List["Action"]:
     return actions
 
 
-def guard_update(instance: "Model", actions: Sequence["Action"]) -> None:
+def guard_update(instance: Model, actions: Sequence[Action]) -> None:
     """Refuse ``update()`` actions that would bypass counting: on counters, and, for a counted child, on its
     key attributes and on the attributes its relations read to find the parent (until children can move
     between parents).
@@ -293,15 +293,11 @@ def guard_update(instance: "Model", actions: Sequence["Action"]) -> None:
 
 
 # -- request pieces ------------------------------------------------------------------------------------------
-def _key_of(instance: "Model") -> Tuple[Any, ...]:
-    model = type(instance)
-    key = (getattr(instance, model._hash_keyname),)
-    if model._range_keyname:
-        key += (getattr(instance, model._range_keyname),)
-    return key
+def _key_of(instance: Model) -> Tuple[Any, ...]:
+    return tuple(getattr(instance, attribute.attr_name) for attribute in key_attributes(type(instance)))
 
 
-def _item_id(model: Type["Model"], key: Tuple[Any, ...]) -> ItemId:
+def _item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
     hash_key, range_key = serialize_key(model, key)
     return (model.Meta.table_name, hash_key, range_key)
 
@@ -311,8 +307,8 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
     if op.kind in ("counted_put", "put"):
         assert instance is not None
         if op.kind == "counted_put":
-            guard = model._hash_key_attribute().does_not_exist()
-            condition = guard if condition is None else guard & condition
+            absent: Condition = key_attributes(model)[0].does_not_exist()
+            condition = absent if condition is None else absent & condition
         request = instance.get_save_kwargs_from_instance(condition=condition,
                                                          return_values_on_condition_failure=ALL_OLD)
         if op.kind == "put":
@@ -323,8 +319,8 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":
-            guard = model._hash_key_attribute().exists()
-            condition = guard if condition is None else guard & condition
+            present: Condition = key_attributes(model)[0].exists()
+            condition = present if condition is None else present & condition
         request = instance.get_delete_kwargs_from_instance(condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)
@@ -346,11 +342,11 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
 def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[str, Any]]:
     model = slot.model
     attributes = model.get_attributes()
-    condition = model._hash_key_attribute().exists()
+    condition = key_attributes(model)[0].exists()
     discriminator = discriminator_condition(model)
     if discriminator is not None:
         condition &= discriminator
-    actions: List["Action"] = []
+    actions: List[Action] = []
     for name, delta in slot.deltas.items():
         if delta:
             actions.append(attributes[name].add(delta))
@@ -370,18 +366,15 @@ def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[s
     return "ConditionCheck", _key_request(model, slot.key, condition=condition)
 
 
-def _key_request(model: Type["Model"], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
+def _key_request(model: Type[Model], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
     hash_key, range_key = serialize_key(model, key)
     request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
         hash_key, range_key=range_key, key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
     return request
 
 
-def discriminator_condition(model: Type["Model"]) -> Optional["Condition"]:
+def discriminator_condition(model: Type[Model]) -> Optional[Condition]:
     """In a single-table (polymorphic) model, the condition that an item holds ``model`` or a subclass."""
-    name = getattr(model, "_discriminator", None)
-    if not name:
-        return None
-    attribute = model.get_attributes()[name]
-    classes = attribute.get_registered_subclasses(model)
-    return attribute.is_in(*classes) if classes else None
+    attribute = discriminator_of(model)
+    classes = attribute.get_registered_subclasses(model) if attribute is not None else []
+    return attribute.is_in(*classes) if attribute is not None and classes else None

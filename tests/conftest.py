@@ -19,7 +19,7 @@ from pynamodb_counters.testing.server import ServedMoto  # noqa: E402
 from tests.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
 
 
-def point_models_at(host: "str | None") -> None:
+def point_models_at(host: str | None) -> None:
     """Send every test model to ``host`` (``None``: the default endpoint, which moto intercepts in-process)."""
     for model in ALL_MODELS:
         if model.Meta.__dict__.get("host") != host or "host" not in model.Meta.__dict__:
@@ -70,7 +70,7 @@ def post(pk: str = "POST#a91f", **attributes: object) -> Tuple[str, str]:
     return (pk, "META")
 
 
-def stored(table: str) -> "list[dict]":
+def stored(table: str) -> list[dict]:
     """Every item of ``table`` as DynamoDB holds it (raw, typed values), read with a consistent scan."""
     from tests.models import Post
 
@@ -79,13 +79,13 @@ def stored(table: str) -> "list[dict]":
             for item in page["Items"]]
 
 
-@functools.lru_cache(maxsize=None)
-def _raw_client(host: "str | None") -> Any:
+@functools.cache
+def _raw_client(host: str | None) -> Any:
     import boto3
 
     return boto3.client("dynamodb", region_name="us-east-1", endpoint_url=host)
 
 
-def snapshot() -> "dict[str, list[dict]]":
+def snapshot() -> dict[str, list[dict]]:
     """Every test table's items, to show that a refused write left everything as it was."""
     return {model.Meta.table_name: sorted(stored(model.Meta.table_name), key=repr) for model in TABLE_MODELS}

@@ -4,8 +4,12 @@ from __future__ import annotations
 import pytest
 
 from pynamodb_counters import WriteResult
-from pynamodb_counters.exceptions import (CounterUnderflowError, DuplicateChildError, MissingChildError,
-                                          ParentNotFoundError)
+from pynamodb_counters.exceptions import (
+    CounterUnderflowError,
+    DuplicateChildError,
+    MissingChildError,
+    ParentNotFoundError,
+)
 from tests.conftest import post, snapshot, stored
 from tests.models import Board, Bookmark, Card, Comment, Doc, Edit, Like, Post, Reply, User
 

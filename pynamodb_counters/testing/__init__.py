@@ -1,0 +1,1 @@
+"""Test helpers for pynamodb-counters users and its own suite."""

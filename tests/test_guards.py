@@ -1,0 +1,166 @@
+"""No silent bypass: what the library refuses, with a clear error and nothing written."""
+from __future__ import annotations
+
+import pytest
+
+from pynamodb_counters import counted_by, set_counter, skip_counting
+from pynamodb_counters.exceptions import ConditionFailedError, ConfigurationError, CountingBypassError, ParentKeyError
+from tests.conftest import post, snapshot
+from tests.models import Bookmark, Like, Post, User
+
+pytestmark = pytest.mark.usefixtures("dynamodb")
+
+
+def like(user: str = "7c20") -> Like:
+    return Like(pk="POST#a91f", sk=f"LIKE#USER#{user}", liked_at=1)
+
+
+def test_saving_a_parent_loses_no_likes() -> None:
+    post(title="draft")
+    loaded = Post.get("POST#a91f", "META")
+    like("a").save()
+    like("b").save()  # likes land after the post was loaded
+    loaded.title = "final"
+    loaded.save()
+    fresh = Post.get("POST#a91f", "META", consistent_read=True)
+    assert fresh.title == "final" and fresh.like_tally == 2
+    assert loaded.like_tally == 2  # the instance was refreshed from the stored item
+
+
+def test_saving_a_parent_can_remove_an_attribute() -> None:
+    post(title="draft")
+    loaded = Post.get("POST#a91f", "META")
+    loaded.title = None
+    loaded.save()
+    assert Post.get("POST#a91f", "META").title is None
+
+
+def test_a_counter_set_by_hand_is_refused() -> None:
+    post()
+    before = snapshot()
+    loaded = Post.get("POST#a91f", "META")
+    loaded.like_tally = 40
+    with pytest.raises(CountingBypassError, match="like_tally was set by hand"):
+        loaded.save()
+    with pytest.raises(CountingBypassError):
+        Post(pk="POST#b", sk="META", like_tally=3).save()
+    assert snapshot() == before
+
+
+def test_update_refuses_counters_and_child_keys() -> None:
+    post()
+    like().save()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="Post.like_tally is a counter"):
+        Post.get("POST#a91f", "META").update(actions=[Post.like_tally.set(9)])
+    stored_like = Like.get("POST#a91f", "LIKE#USER#7c20")
+    with pytest.raises(CountingBypassError, match="key"):
+        stored_like.update(actions=[Like.sk.set("LIKE#USER#other")])
+    assert snapshot() == before
+    stored_like.update(actions=[Like.liked_at.set(5)])  # other attributes are fine
+    assert Like.get("POST#a91f", "LIKE#USER#7c20").liked_at == 5
+
+
+def test_update_refuses_attributes_a_key_function_reads() -> None:
+    User(user_id="U1").save()
+    post()
+    bookmark = Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#U1", user_id="U1")
+    bookmark.save()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="decides the parent"):
+        bookmark.update(actions=[Bookmark.user_id.set("U2")])  # detected by running the key function
+    assert snapshot() == before
+
+
+def test_declared_reads_are_protected_too() -> None:
+    class Tagged(Like):
+        tag = counted_by(Post.comment_count, key=lambda t: (t.pk, "META"), reads=["liked_at"])
+
+    with pytest.raises(CountingBypassError, match="liked_at"):
+        Tagged(pk="POST#a91f", sk="LIKE#x", liked_at=1).update(actions=[Tagged.liked_at.set(2)])
+
+
+def test_batch_write_is_refused_on_counted_models() -> None:
+    with pytest.raises(CountingBypassError, match="batch_write"):
+        Like.batch_write()
+    with pytest.raises(CountingBypassError):
+        Post.batch_write()
+
+
+def test_skip_counting_makes_plain_writes_for_backfills() -> None:
+    post()
+    with skip_counting(Like):
+        with Like.batch_write() as batch:
+            batch.save(like("a"))
+            batch.save(like("b"))
+        like("c").save()
+    assert Post.get("POST#a91f", "META").like_tally == 0  # nothing counted: a repair is due
+    assert Like.count("POST#a91f", Like.sk.startswith("LIKE#")) == 3
+    like("d").save()  # outside the block, counting resumes
+    assert Post.get("POST#a91f", "META").like_tally == 1
+
+
+def test_skip_counting_is_scoped_to_the_models_named() -> None:
+    post()
+    User(user_id="U1").save()
+    with skip_counting(Bookmark):
+        like("a").save()
+    assert Post.get("POST#a91f", "META").like_tally == 1
+
+
+def test_set_counter_is_the_explicit_repair_path() -> None:
+    post()
+    with skip_counting():
+        like("a").save()
+        like("b").save()
+    set_counter(Post.like_tally, ("POST#a91f", "META"), 2, expected=0)
+    assert Post.get("POST#a91f", "META").like_tally == 2
+    before = snapshot()
+    with pytest.raises(ConditionFailedError, match="no longer holds 0"):
+        set_counter(Post.like_tally, ("POST#a91f", "META"), 5, expected=0)
+    with pytest.raises(ConditionFailedError, match="does not exist"):
+        set_counter(Post.like_tally, ("POST#gone", "META"), 5)
+    with pytest.raises(ValueError):
+        set_counter(Post.like_tally, ("POST#a91f", "META"), -1)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("key, message", [
+    (lambda like: like.pk, r"is a \(hash, range\) tuple"),
+    (lambda like: (like.pk, "META", "extra"), r"is a \(hash, range\) tuple"),
+    (lambda like: (like.pk, None), "gave None for Post.sk"),
+    (lambda like: (like.pk, 7), "not a valid key value"),
+    (lambda like: (like.missing_attribute, "META"), "the key function failed"),
+])
+def test_a_bad_key_function_is_a_clear_error_and_writes_nothing(key: object, message: str) -> None:
+    class Odd(Like):
+        odd = counted_by(Post.comment_count, key=key)  # type: ignore[arg-type]
+
+    post()
+    before = snapshot()
+    with pytest.raises(ParentKeyError, match=message):
+        Odd(pk="POST#a91f", sk="LIKE#odd", liked_at=1).save()
+    assert snapshot() == before
+
+
+def test_a_child_without_the_attributes_its_key_needs() -> None:
+    User(user_id="U1").save()
+    post()
+    before = snapshot()
+    with pytest.raises(ParentKeyError, match="gave None for User.user_id"):
+        Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#U1").save()
+    assert snapshot() == before
+
+
+def test_declarations_are_checked_when_the_class_is_built() -> None:
+    with pytest.raises(ConfigurationError, match="needs a parent's CounterField"):
+        counted_by(Post.title, key=lambda c: c.pk)
+    with pytest.raises(ConfigurationError, match="callable"):
+        counted_by(Post.like_tally, key="pk")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="not a string"):
+        counted_by(Post.like_tally, key=lambda c: c.pk, reads="pk")
+
+
+def test_a_relation_is_immutable() -> None:
+    with pytest.raises(AttributeError):
+        Like.post._key = lambda like: like  # type: ignore[misc]

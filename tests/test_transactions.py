@@ -1,0 +1,154 @@
+"""The planner and CountedTransaction: request shapes, merged deltas, limits, mixed writes."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pynamodb_counters import CountedTransaction, skip_counting
+from pynamodb_counters.exceptions import DuplicateChildError, TransactionTooLargeError
+from tests.conftest import post, snapshot
+from tests.models import Board, Bookmark, Card, Comment, Like, Post, User
+
+
+def expand(request: dict, field: str) -> str:
+    """An expression with its #name and :value placeholders written out, e.g. ``ADD like_tally -1``."""
+    names = request.get("ExpressionAttributeNames", {})
+    values = request.get("ExpressionAttributeValues", {})
+    text = re.sub(r"#\w+", lambda m: names[m.group(0)], request[field])
+    return re.sub(r":\w+", lambda m: next(iter(values[m.group(0)].values())), text)
+
+
+def like(user: str, pk: str = "POST#a91f") -> Like:
+    return Like(pk=pk, sk=f"LIKE#USER#{user}", liked_at=1750636800)
+
+
+def test_a_like_is_the_documented_transaction() -> None:
+    transaction = CountedTransaction(token="t" * 36)
+    transaction.save(like("7c20"))
+    plan = transaction.plan()
+    put, update = plan.items
+    assert put["Put"]["TableName"] == "Social"
+    assert put["Put"]["Item"] == {"pk": {"S": "POST#a91f"}, "sk": {"S": "LIKE#USER#7c20"},
+                                  "liked_at": {"N": "1750636800"}, "_cwid": {"S": "t" * 36}}
+    assert expand(put["Put"], "ConditionExpression") == "attribute_not_exists (pk)"
+    assert put["Put"]["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    assert update["Update"]["Key"] == {"pk": {"S": "POST#a91f"}, "sk": {"S": "META"}}
+    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally 1"
+    assert expand(update["Update"], "ConditionExpression") == "attribute_exists (pk)"
+    assert [slot.kind for slot in plan.slots] == ["put", "parent"]
+
+
+def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:
+    transaction = CountedTransaction()
+    transaction.delete(like("7c20"))
+    delete, update = transaction.plan().items
+    assert expand(delete["Delete"], "ConditionExpression") == "attribute_exists (pk)"
+    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally -1"
+    assert expand(update["Update"], "ConditionExpression") == "(attribute_exists (pk) AND like_tally >= 1)"
+
+
+def test_deltas_on_one_parent_merge_into_one_update() -> None:
+    transaction = CountedTransaction()
+    for user in "abc":
+        transaction.save(like(user))
+    transaction.delete(like("z"))
+    transaction.save(Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#U1", user_id="U1"))
+    plan = transaction.plan()
+    updates = [item["Update"] for item in plan.items if "Update" in item]
+    assert len(updates) == 2  # the post (likes and bookmarks merged) and the user
+    post_update = next(u for u in updates if u["TableName"] == "Social")
+    assert expand(post_update, "UpdateExpression") == "ADD like_tally 2, bookmarkCount 1"
+    assert len(plan.items) == 5 + 2
+
+
+def test_deltas_that_net_to_zero_leave_a_condition_check() -> None:
+    transaction = CountedTransaction()
+    transaction.save(like("a"))
+    transaction.delete(like("b"))
+    items = transaction.plan().items
+    check = items[-1]["ConditionCheck"]
+    assert expand(check, "ConditionExpression") == "attribute_exists (pk)"
+
+
+def test_a_polymorphic_parent_is_guarded_by_its_discriminator() -> None:
+    transaction = CountedTransaction()
+    transaction.save(Card(pk="B1", sk="CARD#1"))
+    update = transaction.plan().items[-1]["Update"]
+    assert expand(update, "ConditionExpression") == "(attribute_exists (pk) AND kind IN (Board))"
+
+
+def test_more_than_100_actions_is_refused_before_sending() -> None:
+    transaction = CountedTransaction()
+    for n in range(100):
+        transaction.save(like(f"u{n}"))
+    with pytest.raises(TransactionTooLargeError, match="101 actions"):
+        transaction.plan()
+
+
+def test_one_item_twice_is_refused() -> None:
+    transaction = CountedTransaction()
+    transaction.save(like("a"))
+    transaction.delete(like("a"))
+    with pytest.raises(TransactionTooLargeError, match="appears twice"):
+        transaction.plan()
+
+
+def test_a_child_counted_on_itself_is_refused() -> None:
+    transaction = CountedTransaction()
+    transaction.save(Like(pk="POST#x", sk="META", liked_at=1))  # its parent key is its own key
+    with pytest.raises(TransactionTooLargeError, match="counted on itself"):
+        transaction.plan()
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_counted_writes_join_other_writes_in_one_transaction() -> None:
+    post()
+    post("POST#b")
+    like("old").save()
+    with CountedTransaction() as transaction:
+        transaction.save(like("a"))
+        transaction.save(like("b"))
+        transaction.delete(like("old"))
+        transaction.save(like("c", pk="POST#b"))
+        transaction.update(Post.get("POST#a91f", "META"), actions=[Post.title.set("busy")])
+        transaction.save(User(user_id="U7"))
+    assert transaction.result is not None and len(transaction.result.changes) == 4
+    first = Post.get("POST#a91f", "META", consistent_read=True)
+    assert first.like_tally == 2 and first.title == "busy"
+    assert Post.get("POST#b", "META").like_tally == 1
+    assert User.get("U7").bookmarks == 0
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_one_duplicate_sinks_the_whole_transaction() -> None:
+    post()
+    like("a").save()
+    before = snapshot()
+    transaction = CountedTransaction()
+    transaction.save(like("b"))
+    transaction.save(like("a"))
+    with pytest.raises(DuplicateChildError) as caught:
+        transaction.commit()
+    assert caught.value.key == ("POST#a91f", "LIKE#USER#a")
+    assert snapshot() == before
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_parent_and_its_child_can_be_created_together_only_in_order() -> None:
+    transaction = CountedTransaction()
+    transaction.save(Post(pk="POST#n", sk="META"))
+    transaction.save(like("a", pk="POST#n"))
+    with pytest.raises(TransactionTooLargeError, match="both written and counted"):
+        transaction.plan()
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_skip_counting_applies_inside_a_transaction() -> None:
+    post()
+    with skip_counting(Like), CountedTransaction() as transaction:
+        transaction.save(like("a"))
+        transaction.save(Comment(pk="POST#a91f", sk="COMMENT#1", text="hi"))
+    assert Post.get("POST#a91f", "META").like_tally == 0
+    assert Post.get("POST#a91f", "META").comment_count == 1
+    assert Board  # imported for the discriminator test above
