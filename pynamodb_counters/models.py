@@ -48,13 +48,16 @@ class CounterMixin:
 
     # -- writes ----------------------------------------------------------------------------------------------
     def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = False,
-             retry: Optional[RetryPolicy] = None, **kwargs: Any) -> Any:
+             retry: Optional[RetryPolicy] = None, token: Optional[str] = None, **kwargs: Any) -> Any:
         """Save: counted on a child, counter-preserving on a parent, plain PynamoDB otherwise.
 
         :param condition: a PynamoDB condition, combined with the library's guard.
         :param ignore_duplicate: on a child, treat an existing child as a quiet no-op (for idempotent
           endpoints): ``duplicate_rejected`` is still sent, and the result has ``duplicate=True``.
         :param retry: the retry policy for this write.
+        :param token: the write's ``ClientRequestToken`` (default: a fresh UUID). Pass the same token when you
+          retry a write whose outcome you do not know (an idempotency key from your API's caller, say): the
+          library recognises its own committed write by it and reports success, not a duplicate.
         """
         model = type(self)
         if counting_skipped(model) or not (relations_of(model) or counters_of(model)):
@@ -63,7 +66,7 @@ class CounterMixin:
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]
             return super().update(actions, condition=condition, **_version_kwargs(kwargs))  # type: ignore[misc]
-        transaction = CountedTransaction(retry=retry)
+        transaction = CountedTransaction(retry=retry, token=token)
         transaction.save(self, condition)  # type: ignore[arg-type]
         try:
             return transaction.commit()
@@ -73,13 +76,13 @@ class CounterMixin:
             raise
 
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = False,
-               retry: Optional[RetryPolicy] = None, **kwargs: Any) -> Any:
+               retry: Optional[RetryPolicy] = None, token: Optional[str] = None, **kwargs: Any) -> Any:
         """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
-        PynamoDB otherwise."""
+        PynamoDB otherwise. ``retry`` and ``token`` as for :meth:`save`."""
         model = type(self)
         if counting_skipped(model) or not relations_of(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
-        transaction = CountedTransaction(retry=retry)
+        transaction = CountedTransaction(retry=retry, token=token)
         transaction.delete(self, condition, **_version_kwargs(kwargs))  # type: ignore[arg-type]
         try:
             return transaction.commit()

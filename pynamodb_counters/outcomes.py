@@ -76,8 +76,7 @@ def interpret(plan: Plan, sent: Sent) -> None:
     failures = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if reason.get("Code", "None") != "None"]
     if any(_own_write(plan, slot, reason) for slot, reason in failures):
         return
-    if sent.ambiguous and failures and all(slot.kind == "delete" and reason.get("Code") == _CHECK_FAILED
-                                           and not reason.get("Item") for slot, reason in failures):
+    if sent.ambiguous and _own_deletes(plan, reasons):
         return
     errors = [_error(slot, reason, list(reasons), sent) for slot, reason in failures]
     for error in errors:
@@ -86,6 +85,22 @@ def interpret(plan: Plan, sent: Sent) -> None:
         elif isinstance(error, MissingChildError):
             send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
     raise min(errors, key=lambda e: next(i for i, kind in enumerate(_PRIORITY) if isinstance(e, kind)))
+
+
+def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
+    """After an ambiguous attempt: whether this rejection is what our own committed deletes leave behind.
+
+    Every counted delete finds its child gone, and the only other refusals are parents' conditions (the floor
+    of zero our own decrement may now fail). A plan with a counted Put cannot match: had it committed, the Put
+    would have been recognised by its write id instead.
+    """
+    children = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind in ("put", "delete")]
+    others = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind not in ("put", "delete")]
+    return bool(children) and all(
+        slot.kind == "delete" and reason.get("Code") == _CHECK_FAILED and not reason.get("Item")
+        for slot, reason in children
+    ) and all(reason.get("Code", "None") in ("None", _CHECK_FAILED) and slot.kind == "parent"
+              or reason.get("Code", "None") == "None" for slot, reason in others)
 
 
 def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
