@@ -4,7 +4,6 @@ pynamodb-counters: exact reference counters for PynamoDB models.
 Declare a :class:`CounterField` on the parent model and a :func:`counted_by` relation on the child model; from
 then on ``child.save()`` and ``child.delete()`` keep the counters exact, each in one DynamoDB transaction.
 """
-from __future__ import annotations
 
 from . import signals
 from .attributes import CounterField

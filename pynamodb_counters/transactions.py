@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import ALL_OLD, KEY
+from pynamodb.expressions.condition import Condition
 
 from .attributes import WRITE_ID, check_counters_unchanged
 from .compat import discriminator_of, key_attributes, serialize_key, version_condition
@@ -32,7 +33,6 @@ from .results import CounterChange, WriteResult
 from .retries import RetryPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pynamodb.expressions.condition import Condition
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
@@ -124,6 +124,7 @@ class CountedTransaction:
         """Add ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
         otherwise an ordinary Put (a parent's counters are never overwritten: see :meth:`update`)."""
         model = type(instance)
+        _check_condition(condition)
         check_counters_unchanged(instance)
         counted = bool(relations_of(model)) and not counting_skipped(model)
         if counters_of(model) and not counted and not counting_skipped(model):
@@ -139,6 +140,7 @@ class CountedTransaction:
         """Delete ``instance``: counted (a guarded Delete plus negative deltas) when its model is a counted
         child, otherwise an ordinary Delete."""
         model = type(instance)
+        _check_condition(condition)
         counted = bool(relations_of(model)) and not counting_skipped(model)
         self._pending.append(_Pending("counted_delete" if counted else "delete", model, _key_of(instance),
                                       instance, condition, add_version_condition=add_version_condition))
@@ -153,6 +155,7 @@ class CountedTransaction:
         """
         if not actions:
             raise TypeError("update() needs a non-empty list of actions")
+        _check_condition(condition)
         guard_update(instance, actions)
         self._pending.append(_Pending("update", type(instance), _key_of(instance), instance, condition,
                                       list(actions), add_version_condition))
@@ -160,6 +163,9 @@ class CountedTransaction:
     def condition_check(self, model: Type[Model], hash_key: Any, range_key: Any = None, *,
                         condition: Condition) -> None:
         """Require ``condition`` on an item for the transaction to commit."""
+        _check_condition(condition)
+        if condition is None:
+            raise TypeError("condition_check() needs a condition")
         key = (hash_key,) if range_key is None else (hash_key, range_key)
         self._pending.append(_Pending("check", model, key, condition=condition))
 
@@ -292,6 +298,12 @@ def guard_update(instance: Model, actions: Sequence[Action]) -> None:
                     f"{protected[path[0].split('[')[0]]}: update() cannot change it without bypassing counting. "
                     f"Delete and re-create the child, use set_counter() to repair a counter, or wrap a deliberate "
                     f"migration in skip_counting()")
+
+
+def _check_condition(condition: Any) -> None:
+    if condition is not None and not isinstance(condition, Condition):
+        raise TypeError(f"condition must be a PynamoDB condition such as Like.liked_at.exists(), not "
+                        f"{condition!r}")
 
 
 # -- request pieces ------------------------------------------------------------------------------------------

@@ -1,0 +1,87 @@
+"""Bad input and bad environments: a clear error, and nothing written or leaked."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from pynamodb_counters import CountedTransaction, RetryPolicy
+from pynamodb_counters.exceptions import RetriesExhaustedError, TransactionError
+from tests.conftest import post, snapshot
+from tests.models import Like, Post
+
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+
+
+def like() -> Like:
+    return Like(pk="POST#a91f", sk="LIKE#USER#7c20", liked_at=1)
+
+
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("condition", ["liked_at = :x", 5, True, {"liked_at": 1}])
+def test_a_condition_that_is_not_a_pynamodb_condition(condition: Any) -> None:
+    post()
+    before = snapshot()
+    with pytest.raises(TypeError, match="must be a PynamoDB condition"):
+        like().save(condition=condition)
+    with pytest.raises(TypeError, match="must be a PynamoDB condition"):
+        like().delete(condition=condition)
+    assert snapshot() == before
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_token_longer_than_dynamodb_allows() -> None:
+    with pytest.raises(ValueError, match="1 to 36 characters"):
+        like().save(token="x" * 37)
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_missing_table_is_a_clear_error() -> None:
+    class Stray(Like):
+        class Meta:
+            table_name = "NoSuchTable"
+            region = "us-east-1"
+
+    post()
+    before = snapshot()
+    with pytest.raises(TransactionError) as caught:
+        Stray(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
+    assert caught.value.cause_response_code == "ResourceNotFoundException"
+    assert snapshot() == before
+
+
+def test_an_unreachable_endpoint_gives_up_without_leaking_credentials(caplog: pytest.LogCaptureFixture,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    for model in (Like, Post):
+        monkeypatch.setattr(model.Meta, "host", "http://127.0.0.1:9")  # nothing listens on the discard port
+        monkeypatch.setattr(model.Meta, "aws_access_key_id", "AKIAEXAMPLEEXAMPLE")
+        monkeypatch.setattr(model.Meta, "aws_secret_access_key", SECRET)
+        monkeypatch.setattr(model, "_connection", None)
+    with caplog.at_level(logging.DEBUG, logger="pynamodb_counters"):
+        with pytest.raises(RetriesExhaustedError) as caught:
+            like().save(retry=RetryPolicy(max_attempts=3, base_delay=0))
+    assert caught.value.attempts == 3 and not caught.value.ambiguous
+    assert "127.0.0.1:9" in str(caught.value)
+    assert SECRET not in str(caught.value) and SECRET not in repr(caught.value.cause)
+    assert SECRET not in caplog.text
+    for model in (Like, Post):
+        model._connection = None
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_another_region_has_no_such_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    for model in (Like, Post):
+        monkeypatch.setattr(model.Meta, "region", "eu-west-1")
+        monkeypatch.setattr(model, "_connection", None)
+    with pytest.raises(TransactionError, match="ResourceNotFoundException"):
+        like().save()
+    for model in (Like, Post):
+        model._connection = None
+
+
+def test_an_empty_transaction_is_refused() -> None:
+    from pynamodb_counters.exceptions import TransactionTooLargeError
+
+    with pytest.raises(TransactionTooLargeError, match="empty"):
+        CountedTransaction().commit()
