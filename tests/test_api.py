@@ -36,7 +36,7 @@ def test_the_package_is_typed() -> None:
 
 
 def test_demo_tells_the_likes_story() -> None:
-    lines: "list[str]" = []
+    lines: list[str] = []
 
     assert run(out=lines.append) == 0
     text = "\n".join(lines)
