@@ -54,7 +54,8 @@ def commit_plan(plan: Plan, policy: Optional[RetryPolicy], return_consumed_capac
             slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
     for slot in plan.children:
         signal = child_added if slot.kind == "put" else child_removed
-        send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes, result=result)
+        send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes,
+                    consumed_capacity=result.consumed_capacity, result=result)
     return result
 
 

@@ -34,8 +34,10 @@ A counted child was saved and its counters incremented, in one committed transac
 :param instance: the saved child.
 :param changes: a tuple of :class:`~pynamodb_counters.CounterChange` for this child (parent model, key,
   attribute, delta).
-:param result: the :class:`~pynamodb_counters.WriteResult` of the transaction, with ``consumed_capacity`` as
-  DynamoDB reported it (empty where it reports none), ``attempts`` and ``recovered``.
+:param consumed_capacity: the transaction's ``ConsumedCapacity`` as DynamoDB reported it, one entry per table
+  (empty where the server reports none, as moto does).
+:param result: the :class:`~pynamodb_counters.WriteResult` of the whole transaction (``attempts``,
+  ``recovered``, ``token``, every change).
 """)
 
 child_removed = _signals.signal("child-removed", doc="""\
@@ -44,6 +46,7 @@ A counted child was deleted and its counters decremented, in one committed trans
 :sender: the child model class.
 :param instance: the deleted child.
 :param changes: a tuple of :class:`~pynamodb_counters.CounterChange`, with negative deltas.
+:param consumed_capacity: as for ``child_added``.
 :param result: the :class:`~pynamodb_counters.WriteResult` of the transaction.
 """)
 

@@ -73,10 +73,10 @@ def test_consumed_capacity_reaches_the_result_and_the_signal(stubber: Stubber) -
                          expected_params={"TransactItems": items_of(like()),
                                           "ClientRequestToken": TOKEN, "ReturnConsumedCapacity": "TOTAL"})
     seen: List[Any] = []
-    with signals.child_added.connected_to(lambda sender, **kw: seen.append(kw["result"]), sender=Like):
+    with signals.child_added.connected_to(lambda sender, **kw: seen.append(kw), sender=Like):
         result = save(RetryPolicy())
     assert result.consumed_capacity == tuple(capacity) and result.capacity_units == 4.0
-    assert seen == [result]
+    assert seen[0]["result"] is result and seen[0]["consumed_capacity"] == tuple(capacity)
 
 
 def test_conflicts_are_retried_with_the_same_token_and_jittered_backoff(stubber: Stubber) -> None:
