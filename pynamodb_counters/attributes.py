@@ -49,6 +49,9 @@ class CounterField(Attribute[int]):
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         super().__set_name__(owner, name)
+        from .relations import require_mixin  # imported here: relations imports this module
+
+        require_mixin(owner, f"{owner.__name__}.{name} = CounterField()")
         if self.model is not None and self.model is not owner:
             raise ConfigurationError(
                 f"one CounterField cannot be shared by {self.model.__name__}.{self.name} and {owner.__name__}.{name}"

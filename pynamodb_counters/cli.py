@@ -9,7 +9,10 @@ import argparse
 import sys
 from typing import List, Optional
 
+from pynamodb.exceptions import PynamoDBException
+
 from . import __version__
+from .exceptions import CounterError
 
 __all__ = ["main"]
 
@@ -30,10 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the command line; return its exit code."""
     args = build_parser().parse_args(argv)
-    if args.command == "demo":
-        from .demo import run
+    try:
+        if args.command == "demo":
+            from .demo import run
 
-        return run(endpoint_url=args.endpoint_url, region=args.region, table=args.table)
+            return run(endpoint_url=args.endpoint_url, region=args.region, table=args.table)
+    except (CounterError, PynamoDBException) as error:
+        print(f"pynamodb-counters: {error}", file=sys.stderr)
+        return 2
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

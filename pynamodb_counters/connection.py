@@ -80,4 +80,4 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
     raise RetriesExhaustedError(
         f"counted write gave up after {policy.max_attempts} attempts (last: {last}); it {outcome}. Counters stay "
         f"exact either way: the same write can be retried safely", last, attempts=policy.max_attempts,
-        ambiguous=ambiguous)
+        ambiguous=ambiguous, token=token)

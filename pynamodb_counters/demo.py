@@ -16,7 +16,7 @@ from pynamodb.models import Model
 
 from . import signals
 from .attributes import CounterField
-from .exceptions import DuplicateChildError
+from .exceptions import ConfigurationError, DuplicateChildError
 from .models import CounterMixin
 from .relations import counted_by
 from .transactions import CountedTransaction
@@ -57,8 +57,8 @@ def embedded_backend() -> Iterator[None]:
     try:
         from moto import mock_aws
     except ImportError as error:  # pragma: no cover - depends on the installation
-        raise SystemExit('the embedded backend needs moto: pip install "pynamodb-counters[moto]", '
-                         "or pass --endpoint-url") from error
+        raise ConfigurationError('the embedded backend needs moto: pip install "pynamodb-counters[moto]", '
+                                 "or pass --endpoint-url") from error
     with mock_aws():
         yield
 

@@ -7,7 +7,9 @@ Every error derives from :class:`CounterError`. The hierarchy::
      +-- ConfigurationError        a declaration is wrong (raised at class definition or first use)
      +-- ParentKeyError            a relation's key function gave a key the parent model cannot use
      +-- CountingBypassError       the call would change children or counters without counting them
-     +-- TransactionTooLargeError  more than 100 actions, or one item twice, in one transaction
+     +-- InvalidTransactionError   a transaction DynamoDB would refuse: empty, one item twice, a child
+     |    |                        counted on itself
+     |    +-- TransactionTooLargeError  more than 100 actions
      +-- CountedWriteError         DynamoDB refused a counted write; nothing was written
      |    +-- DuplicateChildError      the child already exists
      |    +-- MissingChildError        the child to delete does not exist
@@ -36,6 +38,7 @@ __all__ = [
     "CounterUnderflowError",
     "CountingBypassError",
     "DuplicateChildError",
+    "InvalidTransactionError",
     "MissingChildError",
     "ParentKeyError",
     "ParentNotFoundError",
@@ -63,7 +66,11 @@ class CounterError(Exception):
     def cause_response_code(self) -> Optional[str]:
         """The DynamoDB error code of :attr:`cause`, if it was an AWS error."""
         response = getattr(self.cause, "response", None)
-        return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+        if isinstance(response, dict):
+            code: Optional[str] = response.get("Error", {}).get("Code")
+            return code
+        code = getattr(self.cause, "cause_response_code", None)  # a PynamoDB error wrapping a botocore one
+        return code if isinstance(code, str) else None
 
 
 class ConfigurationError(CounterError):
@@ -89,8 +96,15 @@ class CountingBypassError(CounterError):
     msg = "this write would bypass counting"
 
 
-class TransactionTooLargeError(CounterError):
-    """The transaction has more than 100 actions, or names one item twice; nothing was sent."""
+class InvalidTransactionError(CounterError):
+    """The transaction is one DynamoDB would refuse (empty, one item named twice, a child counted on itself);
+    nothing was sent."""
+
+    msg = "invalid transaction"
+
+
+class TransactionTooLargeError(InvalidTransactionError):
+    """The transaction has more than 100 actions; nothing was sent."""
 
     msg = "transaction too large"
 
@@ -182,12 +196,15 @@ class RetriesExhaustedError(CounterError):
     :ivar attempts: how many requests were made.
     :ivar ambiguous: ``True`` when some attempt may have committed (a lost response). The counters stay exact
       either way: retrying the same write later is safe.
+    :ivar token: the write's ``ClientRequestToken``. Retry a save with ``save(token=error.token)`` and a write
+      that did land is recognised as yours instead of reported as a duplicate.
     """
 
     msg = "retries exhausted"
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
-                 attempts: int = 0, ambiguous: bool = False) -> None:
+                 attempts: int = 0, ambiguous: bool = False, token: Optional[str] = None) -> None:
         super().__init__(msg, cause)
         self.attempts = attempts
         self.ambiguous = ambiguous
+        self.token = token

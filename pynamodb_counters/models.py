@@ -7,7 +7,7 @@ Put it before ``Model`` in the bases of every parent and child model::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from .attributes import check_counters_unchanged
 from .context import counting_skipped
@@ -58,16 +58,20 @@ class CounterMixin:
         :param token: the write's ``ClientRequestToken`` (default: a fresh UUID). Pass the same token when you
           retry a write whose outcome you do not know (an idempotency key from your API's caller, say): the
           library recognises its own committed write by it and reports success, not a duplicate.
+
+        A child's Put is create-only, so ``add_version_condition`` has nothing to add there; PynamoDB 5's
+        positional ``settings`` is refused on counted and parent saves (use ``Meta.extra_headers``).
         """
         model = type(self)
         if counting_skipped(model) or not (relations_of(model) or counters_of(model)):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
+        options = _counted_options(args, kwargs)
         if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]
-            return super().update(actions, condition=condition, **_version_kwargs(kwargs))  # type: ignore[misc]
+            return super().update(actions, condition=condition, **options)  # type: ignore[misc]
         transaction = CountedTransaction(retry=retry, token=token)
-        transaction.save(self, condition)  # type: ignore[arg-type]
+        transaction.save(self, condition)  # type: ignore[arg-type]  # type: ignore[arg-type]
         try:
             return transaction.commit()
         except DuplicateChildError:
@@ -78,12 +82,18 @@ class CounterMixin:
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = False,
                retry: Optional[RetryPolicy] = None, token: Optional[str] = None, **kwargs: Any) -> Any:
         """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
-        PynamoDB otherwise. ``retry`` and ``token`` as for :meth:`save`."""
+        PynamoDB otherwise.
+
+        :param retry: the retry policy for this write.
+        :param token: the write's ``ClientRequestToken``. Within one call, a lost response is always recognised
+          (the child is gone); across calls, only a server that honours tokens (DynamoDB, for 10 minutes)
+          recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
+        """
         model = type(self)
         if counting_skipped(model) or not relations_of(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
         transaction = CountedTransaction(retry=retry, token=token)
-        transaction.delete(self, condition, **_version_kwargs(kwargs))  # type: ignore[arg-type]
+        transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
         try:
             return transaction.commit()
         except MissingChildError:
@@ -116,5 +126,11 @@ class CounterMixin:
         return super().batch_write(*args, **kwargs)  # type: ignore[misc]
 
 
-def _version_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    return {"add_version_condition": kwargs["add_version_condition"]} if "add_version_condition" in kwargs else {}
+def _counted_options(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The PynamoDB keyword arguments a counted or parent write honours: ``add_version_condition`` only."""
+    unknown = sorted(set(kwargs) - {"add_version_condition"})
+    if args or unknown:
+        raise TypeError(f"counted writes take condition=, add_version_condition=, retry= and token=; not "
+                        f"{', '.join(unknown) or 'extra positional arguments'} (PynamoDB 5's per-call settings: use "
+                        f"Meta.extra_headers)")
+    return dict(kwargs)

@@ -22,7 +22,7 @@ from .exceptions import (
     TransactionError,
 )
 from .results import WriteResult
-from .retries import RetryPolicy
+from .retries import RETRYABLE_REASONS, RetryPolicy
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,11 +75,17 @@ def interpret(plan: Plan, sent: Sent) -> None:
         raise TransactionError(f"DynamoDB cancelled the transaction with {len(reasons)} reasons for "
                                f"{len(plan.slots)} actions: {sent.error}", sent.error)
     failures = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if reason.get("Code", "None") != "None"]
+    if any(reason.get("Code") == _CHECK_FAILED for _, reason in failures):
+        # a failed condition is final; a conflict flagged beside it would only have delayed the same answer
+        failures = [(slot, reason) for slot, reason in failures if reason.get("Code") not in RETRYABLE_REASONS]
     if any(_own_write(plan, slot, reason) for slot, reason in failures):
         return
     if sent.ambiguous and _own_deletes(plan, reasons):
         return
     errors = [_error(slot, reason, list(reasons), sent) for slot, reason in failures]
+    if not errors:
+        raise TransactionError(f"DynamoDB cancelled the transaction without naming a cause: {sent.error}",
+                               sent.error)
     for error in errors:
         if isinstance(error, DuplicateChildError):
             send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
@@ -154,7 +160,8 @@ def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: 
         if delta < 0 and (stored is None or stored < -delta):
             return CounterUnderflowError(
                 f"{model.__name__}.{name} of {slot.key!r} holds {stored}, so removing {-delta} would take it below "
-                f"zero: the counter has drifted; audit and repair it. Nothing was written", sent.error,
+                f"zero: the counter has drifted. Recount its children and repair it with set_counter(). Nothing "
+                f"was written", sent.error,
                 attribute=name, stored=stored, **common)
     return ConditionFailedError(f"the condition on parent {where} was not met", sent.error, **common)
 

@@ -56,6 +56,7 @@ class Relation:
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         if self._child_model is not None:
             raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
+        require_mixin(owner, f"{owner.__name__}.{name} = counted_by(...)")
         self._child_model = owner
         self._name = name
         _RELATIONS.clear()
@@ -185,6 +186,23 @@ def counters_of(model: type) -> Dict[str, CounterField]:
     """``model``'s counter attributes by Python name."""
     attributes = model.get_attributes() if hasattr(model, "get_attributes") else {}
     return {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
+
+
+def require_mixin(owner: type, what: str) -> None:
+    """Refuse a counter or relation on a class whose writes would not go through counting.
+
+    :raises ConfigurationError: ``owner`` lacks :class:`~pynamodb_counters.CounterMixin`, or lists it after
+      PynamoDB's ``Model``.
+    """
+    from pynamodb.models import Model
+
+    from .models import CounterMixin  # imported here: models imports this module
+
+    mro = owner.__mro__
+    if CounterMixin not in mro or (Model in mro and mro.index(Model) < mro.index(CounterMixin)):
+        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases, "
+                                 f"as in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
+                                 f"not be counted")
 
 
 def normalize_key(model: type, raw: Any, where: str) -> ParentKey:

@@ -78,7 +78,8 @@ class RetryPolicy:
     Every attempt reuses the write's ``ClientRequestToken``.
 
     :param max_attempts: requests per write, the first included (at least 1).
-    :param base_delay: seconds; attempt *n* waits a random time in ``[0, min(max_delay, base_delay * 2**n)]``.
+    :param base_delay: seconds; after failed attempt *n* (from 1) the wait is a random time in
+      ``[0, min(max_delay, base_delay * 2**(n - 1))]``.
     :param max_delay: the cap on one wait, in seconds.
     :param sleep: how to wait (tests pass a recorder).
     """

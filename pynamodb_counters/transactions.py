@@ -26,7 +26,7 @@ from pynamodb.expressions.condition import Condition
 from .attributes import WRITE_ID, check_counters_unchanged
 from .compat import discriminator_of, key_attributes, serialize_key, version_condition
 from .context import counting_skipped
-from .exceptions import CountingBypassError, TransactionTooLargeError
+from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 from .outcomes import commit_plan
 from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
@@ -125,9 +125,11 @@ class CountedTransaction:
         otherwise an ordinary Put (a parent's counters are never overwritten: see :meth:`update`)."""
         model = type(instance)
         _check_condition(condition)
-        check_counters_unchanged(instance)
-        counted = bool(relations_of(model)) and not counting_skipped(model)
-        if counters_of(model) and not counted and not counting_skipped(model):
+        skipped = counting_skipped(model)
+        if not skipped:
+            check_counters_unchanged(instance)
+        counted = bool(relations_of(model)) and not skipped
+        if counters_of(model) and not counted and not skipped:
             # a parent that is not a counted child: save its other attributes, never its counters
             self._pending.append(_Pending("update", model, _key_of(instance), instance, condition,
                                           parent_save_actions(instance), parent_save=True))
@@ -176,7 +178,8 @@ class CountedTransaction:
     def plan(self) -> Plan:
         """Build the request. Pure: reads the models, sends nothing.
 
-        :raises TransactionTooLargeError: more than 100 actions, or one item named twice.
+        :raises TransactionTooLargeError: more than 100 actions.
+        :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
         :raises ParentKeyError: a relation's key function gave an unusable parent key.
         """
         entries: List[Tuple[ItemId, str, Dict[str, Any], Slot]] = []
@@ -200,7 +203,7 @@ class CountedTransaction:
                 merged[item_id] = op
                 continue
             if item_id in parents:
-                raise TransactionTooLargeError(
+                raise InvalidTransactionError(
                     f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
                     + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
             entries.append((item_id,) + _child_or_other(op, self.token))
@@ -212,14 +215,14 @@ class CountedTransaction:
         seen = set()
         for item_id, _, _, slot in entries:
             if item_id in seen:
-                raise TransactionTooLargeError(f"{slot.model.__name__} {slot.key} appears twice in one transaction; "
+                raise InvalidTransactionError(f"{slot.model.__name__} {slot.key} appears twice in one transaction; "
                                                f"DynamoDB allows one action per item")
             seen.add(item_id)
         if len(entries) > MAX_ACTIONS:
             raise TransactionTooLargeError(f"this transaction has {len(entries)} actions; DynamoDB allows "
                                            f"{MAX_ACTIONS}. Nothing was sent")
         if not entries:
-            raise TransactionTooLargeError("this transaction is empty")
+            raise InvalidTransactionError("this transaction is empty")
         return Plan(items=[{action: request} for _, action, request, _ in entries],
                     slots=[slot for _, _, _, slot in entries], token=self.token)
 

@@ -164,3 +164,54 @@ def test_declarations_are_checked_when_the_class_is_built() -> None:
 def test_a_relation_is_immutable() -> None:
     with pytest.raises(AttributeError):
         Like.post._key = lambda like: like  # type: ignore[misc]
+
+
+def test_counters_and_relations_need_the_mixin_before_model() -> None:
+    from pynamodb.attributes import UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_counters import CounterField, CounterMixin
+
+    # Python before 3.12 wraps an error raised in __set_name__ in a RuntimeError; ours is its cause
+    with pytest.raises((ConfigurationError, RuntimeError)) as plain:
+        class Plain(Model):
+            class Meta:
+                table_name = "Social"
+            pk = UnicodeAttribute(hash_key=True)
+            tally = CounterField()
+
+    with pytest.raises((ConfigurationError, RuntimeError)) as backwards:
+        class Backwards(Model, CounterMixin):  # type: ignore[misc]
+            class Meta:
+                table_name = "Social"
+            pk = UnicodeAttribute(hash_key=True)
+            post = counted_by(Post.like_tally, key=lambda c: (c.pk, "META"))
+
+    for caught in (plain.value, backwards.value):
+        error = caught.__cause__ if isinstance(caught, RuntimeError) else caught
+        assert isinstance(error, ConfigurationError)
+        assert "must list CounterMixin before Model" in str(error)
+
+
+def test_pynamodb_5_positional_settings_are_refused_on_counted_writes() -> None:
+    post()
+    before = snapshot()
+    with pytest.raises(TypeError, match="per-call settings"):
+        like().delete(None, object())
+    with pytest.raises(TypeError, match="per-call settings"):
+        Post.get("POST#a91f", "META").save(None, object())
+    assert snapshot() == before
+
+
+def test_set_counter_errors_name_the_dynamodb_code() -> None:
+    with pytest.raises(ConditionFailedError) as caught:
+        set_counter(Post.like_tally, ("POST#gone", "META"), 1)
+    assert caught.value.cause_response_code == "ConditionalCheckFailedException"
+
+
+def test_inside_skip_counting_a_transaction_may_write_counters() -> None:
+    from pynamodb_counters import CountedTransaction
+
+    with skip_counting(), CountedTransaction() as transaction:
+        transaction.save(Post(pk="POST#migrated", sk="META", like_tally=12))
+    assert Post.get("POST#migrated", "META").like_tally == 12

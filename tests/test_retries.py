@@ -149,3 +149,25 @@ def test_classification_of_connection_failures() -> None:
     assert classify(be.ReadTimeoutError(endpoint_url="http://127.0.0.1:9")).ambiguous is True
     assert classify(be.ConnectionClosedError(endpoint_url="http://127.0.0.1:9")).ambiguous is True
     assert classify(be.NoCredentialsError()) is None
+
+
+def test_a_cancellation_naming_no_cause_is_a_clear_error(stubber: Stubber) -> None:
+    cancelled(stubber, NONE, NONE)
+    with pytest.raises(TransactionError, match="without naming a cause"):
+        save(RetryPolicy())
+
+
+def test_a_duplicate_flagged_beside_a_conflict_is_still_a_duplicate(stubber: Stubber) -> None:
+    stored = {"pk": {"S": "POST#a91f"}, "sk": {"S": "LIKE#USER#7c20"}, "liked_at": {"N": "1"}}
+    cancelled(stubber, {"Code": "ConditionalCheckFailed", "Item": stored}, CONFLICT)
+    transaction = CountedTransaction(token=TOKEN, retry=RetryPolicy(sleep=Sleeps()))
+    transaction.save(like())
+    with pytest.raises(DuplicateChildError):
+        transaction.commit()
+
+
+def test_exhausted_retries_carry_the_token_to_retry_with(stubber: Stubber) -> None:
+    stubber.add_client_error("transact_write_items", "InternalServerError", "oops", http_status_code=500)
+    with pytest.raises(RetriesExhaustedError) as caught:
+        save(RetryPolicy(max_attempts=1))
+    assert caught.value.token == TOKEN and caught.value.ambiguous
