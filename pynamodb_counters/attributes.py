@@ -7,16 +7,21 @@ import json
 import threading
 from typing import Any, Optional, Type
 
-from pynamodb.attributes import Attribute
+from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import NUMBER
 
 from .exceptions import ConfigurationError
 
-__all__ = ["WRITE_ID", "CounterField", "check_counters_unchanged"]
+__all__ = ["SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged"]
 
 WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
 response was lost recognises its own committed write by it, even where the server forgets or ignores tokens."""
+
+SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
+"""The counted-write sequence each parent item carries: every counted write that touches the item adds 1, as
+does every repair. A repair conditions on it, so no counted write can land unseen between an audit's count
+and the repair, not even a like and an unlike that leave the counter where it was."""
 
 # Loaded counter values, to tell a counter set by hand from one read from DynamoDB. PynamoDB deserializes an
 # attribute and then assigns it, in that order and in one thread, into a fresh ``attribute_values`` dict; the

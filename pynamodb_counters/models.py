@@ -15,7 +15,7 @@ from .exceptions import CountingBypassError, DuplicateChildError, MissingChildEr
 from .relations import counters_of, relations_of
 from .results import WriteResult
 from .retries import RetryPolicy
-from .transactions import CountedTransaction, guard_update, parent_save_actions
+from .transactions import CountedTransaction, discriminator_condition, guard_update, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -110,6 +110,18 @@ class CounterMixin:
         """
         guard_update(self, actions)  # type: ignore[arg-type]
         return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def audit_filter(cls) -> Optional[Condition]:
+        """The condition an item of this model's table meets when it is one of this model's items: an audit's
+        Scan of a parent model visits only those. By default the discriminator of a polymorphic model, else
+        ``None`` (every item). Override it where several item types share a table without a discriminator::
+
+            @classmethod
+            def audit_filter(cls):
+                return cls.sk == "META"
+        """
+        return discriminator_condition(cls)  # type: ignore[arg-type]
 
     @classmethod
     def batch_write(cls, *args: Any, **kwargs: Any) -> Any:

@@ -31,9 +31,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["commit_plan", "interpret"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
-# Which error wins when DynamoDB flags several actions: the most fundamental first.
-_PRIORITY = (TransactionError, ParentNotFoundError, CounterUnderflowError, DuplicateChildError,
-             MissingChildError, ConditionFailedError)
+# Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
+# underflow: deleting an absent like of a post whose counter drifted to 0 flags both, and the floor only failed
+# because of the decrement that the missing child would have made.
+_PRIORITY = (TransactionError, ParentNotFoundError, DuplicateChildError, MissingChildError,
+             CounterUnderflowError, ConditionFailedError)
 
 
 def commit_plan(plan: Plan, policy: Optional[RetryPolicy], return_consumed_capacity: str) -> WriteResult:
@@ -66,8 +68,8 @@ def interpret(plan: Plan, sent: Sent) -> None:
     child Put rejected because the item exists *with this write's token* as its write id, or, after an ambiguous
     attempt, only counted deletes rejected because their children are gone.
 
-    :raises CountedWriteError: the most fundamental refusal (missing parent, underflow, duplicate, missing
-      child, failed condition), after sending ``duplicate_rejected`` / ``missing_rejected``.
+    :raises CountedWriteError: the most fundamental refusal (missing parent, duplicate, missing child,
+      underflow, failed condition), after sending ``duplicate_rejected`` / ``missing_rejected``.
     :raises TransactionError: a cancellation reason retrying cannot fix, or reasons that do not match the plan.
     """
     reasons: Sequence[Dict[str, Any]] = sent.cancellation_reasons or []

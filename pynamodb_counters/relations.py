@@ -20,10 +20,11 @@ from .results import CounterChange
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["Relation", "counted_by", "counters_of", "normalize_key", "relations_of"]
+__all__ = ["Relation", "counted_by", "counters_of", "feeders_of", "normalize_key", "relations_of"]
 
 KeyFunction = Callable[[Any], Any]
 ParentKey = Tuple[Any, ...]
+ChildCounter = Callable[[ParentKey], int]
 
 
 class Relation:
@@ -33,9 +34,10 @@ class Relation:
     :meth:`amount` are where conditional and sum counters plug in.
     """
 
-    __slots__ = ("_counter", "_key", "_reads", "_child_model", "_name")
+    __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name")
 
-    def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = ()) -> None:
+    def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
+                 prefix: Optional[str] = None, children: Optional[ChildCounter] = None) -> None:
         if not isinstance(counter, CounterField):
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
@@ -47,9 +49,19 @@ class Relation:
                                      f"got {key!r}")
         if isinstance(reads, str):
             raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
+        if prefix is not None and (not isinstance(prefix, str) or not prefix):
+            raise ConfigurationError(f"counted_by(prefix=...) is a non-empty sort key prefix such as 'LIKE#', "
+                                     f"not {prefix!r}")
+        if children is not None and not callable(children):
+            raise ConfigurationError(f"counted_by(children=...) must be a callable counting a parent's children, "
+                                     f"not {children!r}")
+        if prefix is not None and children is not None:
+            raise ConfigurationError("counted_by() takes prefix= or children=, not both")
         self._counter = counter
         self._key = key
         self._reads = frozenset(reads)
+        self._prefix = prefix
+        self._children = children
         self._child_model: Optional[Type[Model]] = None
         self._name: Optional[str] = None
 
@@ -60,6 +72,7 @@ class Relation:
         self._child_model = owner
         self._name = name
         _RELATIONS.clear()
+        _FEEDERS.setdefault(id(self._counter), []).append(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -102,6 +115,16 @@ class Relation:
         if self._child_model is None:
             raise ConfigurationError("this relation is not declared on a model class")
         return self._child_model
+
+    @property
+    def prefix(self) -> Optional[str]:
+        """The sort key prefix of the children in their parent's partition (``"LIKE#"``), for audits."""
+        return self._prefix
+
+    @property
+    def children(self) -> Optional[ChildCounter]:
+        """The caller's function counting one parent's children, for layouts a prefix cannot describe."""
+        return self._children
 
     @property
     def name(self) -> str:
@@ -151,7 +174,8 @@ class Relation:
         return self._reads | frozenset(name for name in recorder.seen if name in attributes)
 
 
-def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = ()) -> Relation:
+def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
+               children: Optional[ChildCounter] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
@@ -159,11 +183,17 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = ()) -> 
     :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
     :param reads: the child attributes ``key`` reads, when they cannot be detected by running it (for example
       when it reads them through another object). ``update()`` refuses actions on them.
+    :param prefix: for audits (:mod:`pynamodb_counters.reconcile`): the children live in their parent's partition
+      of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
+      them.
+    :param children: for audits, in other layouts: ``children(parent_key) -> int`` counts one parent's children
+      (for example with a Query on a global secondary index).
     """
-    return Relation(counter, key, reads)
+    return Relation(counter, key, reads, prefix, children)
 
 
 _RELATIONS: Dict[type, Tuple[Relation, ...]] = {}
+_FEEDERS: Dict[int, List[Relation]] = {}  # id(counter) -> relations; attributes overload ==, so no dict keys
 
 
 def relations_of(model: type) -> Tuple[Relation, ...]:
@@ -180,6 +210,11 @@ def relations_of(model: type) -> Tuple[Relation, ...]:
                                          f"{model.__name__}")
         found = _RELATIONS[model] = tuple(seen)
     return found
+
+
+def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
+    """Every relation declared so far that counts into ``counter``."""
+    return tuple(_FEEDERS.get(id(counter), ()))
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:

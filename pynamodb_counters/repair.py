@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from pynamodb.exceptions import UpdateError
 
-from .attributes import CounterField
+from .attributes import SEQUENCE, CounterField
 from .compat import key_attributes, serialize_key
 from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
 from .relations import normalize_key
@@ -45,8 +45,8 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
         holds = counter == expected
         condition &= (holds | counter.does_not_exist()) if expected == 0 else holds
     try:
-        model._get_connection().update_item(hash_key, range_key=range_key, actions=[counter.set(value)],
-                                            condition=condition)
+        model._get_connection().update_item(hash_key, range_key=range_key,
+                                            actions=[counter.set(value), SEQUENCE.add(1)], condition=condition)
     except UpdateError as error:
         if error.cause_response_code == "ConditionalCheckFailedException":
             raise ConditionFailedError(

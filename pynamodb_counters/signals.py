@@ -21,7 +21,8 @@ from typing import Any
 
 from blinker import NamedSignal, Namespace
 
-__all__ = ["child_added", "child_removed", "duplicate_rejected", "missing_rejected", "send_safely"]
+__all__ = ["child_added", "child_removed", "counter_repaired", "duplicate_rejected", "missing_rejected",
+           "send_safely"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,18 @@ A counted delete found no child to delete: nothing was written and no counter ch
 :sender: the child model class.
 :param instance: the child that was not deleted.
 :param error: the :class:`~pynamodb_counters.exceptions.MissingChildError`.
+""")
+
+
+counter_repaired = _signals.signal("counter-repaired", doc="""\
+:func:`pynamodb_counters.reconcile.repair` corrected a drifted counter (one conditional UpdateItem committed).
+
+:sender: the parent model class.
+:param key: the parent's key, ``(hash,)`` or ``(hash, range)``.
+:param attribute: the counter's Python attribute name.
+:param before: the value it held (``None`` when the attribute was missing).
+:param after: the value it holds now: the number of children counted.
+:param drift: the :class:`~pynamodb_counters.reconcile.Drift` being repaired.
 """)
 
 

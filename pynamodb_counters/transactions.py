@@ -10,7 +10,8 @@ What a plan guarantees, before anything is sent:
   write id; its Delete carries ``attribute_exists``;
 * every parent item gets exactly one action: the deltas of all its counters, from all children, merged into one
   Update (``ADD a :x, b :y``) guarded by the parent's existence, its discriminator and, for each decrement, a
-  floor of zero; deltas that net to zero leave a ConditionCheck on the parent instead;
+  floor of zero, and adding 1 to the parent's counted-write sequence (deltas that net to zero are dropped, the
+  sequence still moves);
 * a caller's ``update()`` or ``condition_check()`` on a parent that receives deltas is merged into that Update;
 * no item is named twice, and there are at most 100 actions.
 """
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .attributes import WRITE_ID, check_counters_unchanged
+from .attributes import SEQUENCE, WRITE_ID, check_counters_unchanged
 from .compat import discriminator_of, key_attributes, serialize_key, version_condition
 from .context import counting_skipped
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
@@ -49,8 +50,8 @@ class Slot:
     """What one action of a plan stands for, so that cancellation reasons (one per action, in order) can be
     read back.
 
-    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update or
-      ConditionCheck, ``"other"`` for a caller's uncounted write.
+    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update,
+      ``"other"`` for a caller's uncounted write.
     """
 
     kind: str
@@ -363,10 +364,10 @@ def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[s
     discriminator = discriminator_condition(model)
     if discriminator is not None:
         condition &= discriminator
-    actions: List[Action] = []
+    actions: List[Action] = [SEQUENCE.add(1)]
     for name, delta in slot.deltas.items():
         if delta:
-            actions.append(attributes[name].add(delta))
+            actions.insert(-1, attributes[name].add(delta))
         if delta < 0:
             condition &= attributes[name] >= -delta
     if merged is not None:
@@ -378,9 +379,7 @@ def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[s
             if version is not None:
                 condition &= version
         actions = extra + actions
-    if actions:
-        return "Update", _key_request(model, slot.key, condition=condition, actions=actions)
-    return "ConditionCheck", _key_request(model, slot.key, condition=condition)
+    return "Update", _key_request(model, slot.key, condition=condition, actions=actions)
 
 
 def _key_request(model: Type[Model], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:

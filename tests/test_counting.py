@@ -179,3 +179,12 @@ def test_version_attributes_on_parent_and_child() -> None:
     assert Doc.get("D1").edit_count == 2 and Doc.get("D1").version == 2
     Edit.get("D1", 1).delete()
     assert Doc.get("D1").edit_count == 1
+
+
+def test_deleting_an_absent_child_of_a_drifted_parent_is_missing_not_underflow() -> None:
+    post()  # like_tally 0, as if every like had been written uncounted
+    before = snapshot()
+    with pytest.raises(MissingChildError):
+        like("nobody").delete()
+    assert like("nobody").delete(ignore_missing=True).missing
+    assert snapshot() == before

@@ -34,7 +34,7 @@ def test_a_like_is_the_documented_transaction() -> None:
     assert expand(put["Put"], "ConditionExpression") == "attribute_not_exists (pk)"
     assert put["Put"]["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     assert update["Update"]["Key"] == {"pk": {"S": "POST#a91f"}, "sk": {"S": "META"}}
-    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally 1"
+    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally 1, _cseq 1"
     assert expand(update["Update"], "ConditionExpression") == "attribute_exists (pk)"
     assert [slot.kind for slot in plan.slots] == ["put", "parent"]
 
@@ -44,7 +44,7 @@ def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:
     transaction.delete(like("7c20"))
     delete, update = transaction.plan().items
     assert expand(delete["Delete"], "ConditionExpression") == "attribute_exists (pk)"
-    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally -1"
+    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally -1, _cseq 1"
     assert expand(update["Update"], "ConditionExpression") == "(attribute_exists (pk) AND like_tally >= 1)"
 
 
@@ -58,17 +58,17 @@ def test_deltas_on_one_parent_merge_into_one_update() -> None:
     updates = [item["Update"] for item in plan.items if "Update" in item]
     assert len(updates) == 2  # the post (likes and bookmarks merged) and the user
     post_update = next(u for u in updates if u["TableName"] == "Social")
-    assert expand(post_update, "UpdateExpression") == "ADD like_tally 2, bookmarkCount 1"
+    assert expand(post_update, "UpdateExpression") == "ADD like_tally 2, bookmarkCount 1, _cseq 1"
     assert len(plan.items) == 5 + 2
 
 
-def test_deltas_that_net_to_zero_leave_a_condition_check() -> None:
+def test_deltas_that_net_to_zero_still_guard_the_parent_and_move_its_sequence() -> None:
     transaction = CountedTransaction()
     transaction.save(like("a"))
     transaction.delete(like("b"))
-    items = transaction.plan().items
-    check = items[-1]["ConditionCheck"]
-    assert expand(check, "ConditionExpression") == "attribute_exists (pk)"
+    update = transaction.plan().items[-1]["Update"]
+    assert expand(update, "UpdateExpression") == "ADD _cseq 1"
+    assert expand(update, "ConditionExpression") == "attribute_exists (pk)"
 
 
 def test_a_polymorphic_parent_is_guarded_by_its_discriminator() -> None:

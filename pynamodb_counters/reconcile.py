@@ -1,0 +1,398 @@
+"""
+Audit counters against their children, and repair the drifted ones while the application keeps writing.
+
+::
+
+    report = audit(Post.like_tally, parents=[("POST#a91f", "META")])   # or a Scan: limit=, key_prefix=, segments=
+    for drift in report.drifts:
+        print(drift.key, drift.stored, drift.actual)
+    repair(report.drifts)
+
+An audit returns data, never logs: one :class:`Drift` per counter that differs from the number of its children,
+and totals. A repair applies only the difference, and only if neither the counter nor the parent's counted-write
+sequence moved since they were observed; otherwise it recounts that parent and tries again. A like that lands
+during a repair is never lost or counted twice.
+
+Children are counted by each relation feeding the counter: a strongly consistent ``Select=COUNT`` Query of the
+parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``counted_by(..., children=f)``.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type, Union
+
+from pynamodb.constants import COUNT
+from pynamodb.exceptions import UpdateError
+from pynamodb.models import Model
+
+from .attributes import SEQUENCE, CounterField
+from .compat import key_attributes, serialize_key
+from .costs import read_units
+from .exceptions import ConfigurationError, TransactionError
+from .relations import ParentKey, Relation, feeders_of, normalize_key
+from .signals import counter_repaired, send_safely
+from .transactions import discriminator_condition
+
+__all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "audit", "repair"]
+
+Progress = Callable[[int, Optional[int]], None]
+DEFAULT_ITEM_BYTES = 200
+"""The item size the cost model assumes where the server reports no consumed capacity."""
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One counter that differs from the number of its parent's children.
+
+    :ivar model: the parent model.
+    :ivar key: the parent's key, ``(hash,)`` or ``(hash, range)``.
+    :ivar attribute: the counter's Python attribute name.
+    :ivar stored: the value stored, or ``None`` when the item lacks the attribute.
+    :ivar actual: the number of children counted.
+    :ivar sequence: the parent's counted-write sequence when observed (``None`` if never counted); a repair
+      conditions on it.
+    """
+
+    model: Type[Model]
+    key: ParentKey
+    attribute: str
+    stored: Optional[int]
+    actual: int
+    sequence: Optional[int] = None
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready record: model, key (a list), attribute, stored, actual."""
+        return {"model": self.model.__name__, "key": list(self.key), "attribute": self.attribute,
+                "stored": self.stored, "actual": self.actual}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What an audit found.
+
+    :ivar drifts: one :class:`Drift` per drifted counter.
+    :ivar parents_checked: how many parents were counted.
+    :ivar read_units: read capacity consumed, as the server reported it, with the cost model's estimate for any
+      request it reported nothing for.
+    :ivar read_units_estimated: whether any part of :attr:`read_units` comes from the cost model.
+    """
+
+    model: Type[Model]
+    attribute: str
+    drifts: Tuple[Drift, ...]
+    parents_checked: int
+    read_units: float
+    read_units_estimated: bool
+
+    @property
+    def drifted(self) -> int:
+        """How many counters drifted."""
+        return len(self.drifts)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready summary with every drift."""
+        return {"model": self.model.__name__, "attribute": self.attribute, "parents_checked": self.parents_checked,
+                "drifted": self.drifted, "read_units": self.read_units,
+                "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts]}
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What a repair did to one drift.
+
+    :ivar status: ``"repaired"``, ``"exact"`` (a recount found nothing to fix), ``"planned"`` (a dry run) or
+      ``"failed"`` (see :attr:`reason`).
+    :ivar before: the counter before, as the last attempt observed it.
+    :ivar after: the counter after (the children counted).
+    """
+
+    drift: Drift
+    status: str
+    before: Optional[int]
+    after: int
+    attempts: int
+    reason: str = ""
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready record."""
+        return dict(self.drift.as_dict(), status=self.status, before=self.before, after=self.after,
+                    attempts=self.attempts, reason=self.reason)
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """One :class:`Repair` per drift, in order."""
+
+    repairs: Tuple[Repair, ...] = field(default_factory=tuple)
+
+    @property
+    def complete(self) -> bool:
+        """Whether no repair failed."""
+        return all(r.status != "failed" for r in self.repairs)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"complete": self.complete, "repairs": [r.as_dict() for r in self.repairs]}
+
+
+def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[Any]] = None,
+          key_prefix: Optional[str] = None, limit: Optional[int] = None, segments: int = 1,
+          workers: int = 1, item_bytes: int = DEFAULT_ITEM_BYTES, progress: Optional[Progress] = None
+          ) -> AuditReport:
+    """Compare a counter with the number of children on a bounded set of parents.
+
+    :param target: the counter (``Post.like_tally``) or one relation feeding it (``Like.post``); either way every
+      relation feeding the counter is counted.
+    :param parents: explicit parent keys (hash values or ``(hash, range)`` tuples). Without it, a Scan of the
+      parent's table visits the parents, filtered by the parent model's ``audit_filter()``.
+    :param key_prefix: with a Scan, only parents whose hash key starts with it.
+    :param limit: with a Scan, stop after this many parents.
+    :param segments: with a Scan, a parallel Scan of this many segments, one thread each.
+    :param workers: with explicit keys, how many threads count parents at once.
+    :param item_bytes: the item size the cost model assumes where the server reports no capacity.
+    :param progress: called as ``progress(done, total)`` after each parent (``total`` is ``None`` for a Scan
+      without ``limit``).
+    :raises ConfigurationError: a relation without ``prefix=`` or ``children=``, or bad options.
+    """
+    auditor = _Auditor(target, item_bytes)
+    if segments < 1 or workers < 1 or (limit is not None and limit < 0):
+        raise ConfigurationError("segments and workers are at least 1, limit at least 0")
+    drifts: List[Drift] = []
+    lock = threading.Lock()
+    checked = [0]
+    total = None if parents is not None else limit
+
+    def check(observation: _Observation) -> None:
+        drift = auditor.check(observation)
+        with lock:
+            checked[0] += 1
+            if drift is not None:
+                drifts.append(drift)
+            if progress is not None:
+                progress(checked[0], total)
+
+    if parents is not None:
+        keys = [normalize_key(auditor.model, key, "audit(parents=...)") for key in parents]
+        total = len(keys)
+        with ThreadPoolExecutor(workers) as pool:
+            for _ in pool.map(lambda key: check(auditor.observe(key)), keys):
+                pass  # iterating re-raises a worker's error here
+    else:
+        budget = _Budget(limit)
+
+        def run_segment(segment: int) -> None:
+            for observation in auditor.scan(segment, segments, key_prefix, budget):
+                check(observation)
+
+        with ThreadPoolExecutor(segments) as pool:
+            for _ in pool.map(run_segment, range(segments)):
+                pass
+    ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
+    return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated)
+
+
+def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = False) -> RepairReport:
+    """Fix each drifted counter with one conditional UpdateItem that adds the difference.
+
+    The update applies only if the counter still holds the value observed and the parent's counted-write
+    sequence has not moved; otherwise the parent is recounted and the repair tried again, up to
+    ``max_attempts`` times. Sends :data:`~pynamodb_counters.signals.counter_repaired` for each repaired counter.
+
+    :param dry_run: report what would be done (``status="planned"``) and write nothing.
+    """
+    auditors: Dict[Tuple[type, str], _Auditor] = {}
+    repairs = []
+    for drift in drifts:
+        if dry_run:
+            repairs.append(Repair(drift, "planned", drift.stored, drift.actual, 0))
+            continue
+        where = (drift.model, drift.attribute)
+        if where not in auditors:
+            auditors[where] = _Auditor(getattr(drift.model, drift.attribute), DEFAULT_ITEM_BYTES)
+        repairs.append(auditors[where].repair(drift, max_attempts))
+    return RepairReport(tuple(repairs))
+
+
+@dataclass(frozen=True)
+class _Observation:
+    key: ParentKey
+    exists: bool
+    stored: Optional[int]
+    sequence: Optional[int]
+
+
+class _Budget:
+    """A shared count of parents a limited Scan may still visit."""
+
+    def __init__(self, limit: Optional[int]) -> None:
+        self.left = limit
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        if self.left is None:
+            return True
+        with self.lock:
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
+
+
+class _Auditor:
+    """Reads one counter, its parents and their children; all the I/O of audits and repairs."""
+
+    def __init__(self, target: Union[CounterField, Relation], item_bytes: int) -> None:
+        counter = target.counter if isinstance(target, Relation) else target
+        if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
+            raise ConfigurationError(f"audit() needs a CounterField such as Post.like_tally or a relation such "
+                                     f"as Like.post, not {target!r}")
+        self.counter, self.model, self.attribute = counter, counter.model, counter.name
+        self.feeders = feeders_of(counter)
+        if not self.feeders:
+            raise ConfigurationError(f"no counted_by() relation feeds {self.model.__name__}.{self.attribute}")
+        for relation in self.feeders:
+            if relation.prefix is None and relation.children is None:
+                raise ConfigurationError(f"{relation} cannot be audited: declare counted_by(..., prefix=...) for "
+                                         f"children in the parent's partition, or children=... to count them")
+            if relation.prefix is not None and not relation.child_model._range_keyname:
+                raise ConfigurationError(f"{relation}: prefix= needs a child model with a range key")
+        self.item_bytes = item_bytes
+        self.units = 0.0
+        self.estimated = False
+        self._lock = threading.Lock()
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def _charge(self, response: Dict[str, Any], estimate_bytes: int) -> None:
+        capacity = response.get("ConsumedCapacity")
+        if isinstance(capacity, list):
+            units = sum(float(c.get("CapacityUnits", 0.0)) for c in capacity) if capacity else None
+        else:
+            units = float(capacity["CapacityUnits"]) if isinstance(capacity, dict) else None
+        with self._lock:
+            if units is None:
+                self.estimated = True
+                units = read_units(estimate_bytes)
+            self.units += units
+
+    def _from_item(self, key: ParentKey, item: Optional[Dict[str, Any]]) -> _Observation:
+        if not item:
+            return _Observation(key, False, None, None)
+        raw = (item.get(self.counter.attr_name) or {}).get("N")
+        sequence = (item.get(SEQUENCE.attr_name) or {}).get("N")
+        return _Observation(key, True, int(raw) if raw is not None else None,
+                            int(sequence) if sequence is not None else None)
+
+    def observe(self, key: ParentKey) -> _Observation:
+        """The parent's counter and sequence, strongly consistent."""
+        hash_key, range_key = serialize_key(self.model, key)
+        response = self.model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
+        self._charge(response, self.item_bytes)
+        return self._from_item(key, response.get("Item"))
+
+    def scan(self, segment: int, segments: int, key_prefix: Optional[str], budget: _Budget
+             ) -> Iterator[_Observation]:
+        """The parents in one segment of a strongly consistent Scan."""
+        condition = self.model.audit_filter()
+        attributes = key_attributes(self.model)
+        if key_prefix is not None:
+            by_prefix = attributes[0].startswith(key_prefix)
+            condition = by_prefix if condition is None else condition & by_prefix
+        connection = self.model._get_connection()
+        start: Optional[Dict[str, Any]] = None
+        while True:
+            page = connection.scan(filter_condition=condition, segment=segment if segments > 1 else None,
+                                   total_segments=segments if segments > 1 else None, exclusive_start_key=start,
+                                   consistent_read=True, return_consumed_capacity="TOTAL")
+            self._charge(page, self.item_bytes * int(page.get("ScannedCount", 1) or 1))
+            for item in page.get("Items", []):
+                if not budget.take():
+                    return
+                key = tuple(a.deserialize(a.get_value(item[a.attr_name])) for a in attributes)
+                yield self._from_item(key, item)
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    def count(self, key: ParentKey) -> int:
+        """The children of one parent, across every relation feeding the counter."""
+        total = 0
+        for relation in self.feeders:
+            if relation.children is not None:
+                counted = int(relation.children(key))
+                self._charge({}, self.item_bytes * counted)  # the caller's reads: the cost model's guess
+                total += counted
+                continue
+            total += self._count_prefix(relation, key)
+        return total
+
+    def _count_prefix(self, relation: Relation, key: ParentKey) -> int:
+        child = relation.child_model
+        child_hash, range_attribute = key_attributes(child)[0], key_attributes(child)[-1]
+        assert relation.prefix is not None
+        hash_value = child_hash.serialize(key[0])
+        connection = child._get_connection()
+        count, start = 0, None
+        while True:
+            page = connection.query(hash_value, range_key_condition=range_attribute.startswith(relation.prefix),
+                                    consistent_read=True, select=COUNT, exclusive_start_key=start,
+                                    return_consumed_capacity="TOTAL")
+            self._charge(page, self.item_bytes * int(page.get("ScannedCount", 0)))
+            count += int(page.get("Count", 0))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return count
+
+    def check(self, observation: _Observation, rounds: int = 3) -> Optional[Drift]:
+        """The drift of one observed parent, or ``None``.
+
+        A parent whose counter looks wrong is observed again; if its sequence moved while the children were
+        counted, it is recounted (at most ``rounds`` times). The drift always pairs the count with the
+        observation made *before* it, so when the parent never held still, the drift's sequence is already stale
+        and a repair recounts instead of applying it.
+        """
+        for _ in range(rounds):
+            before = observation
+            actual = self.count(before.key)
+            if before.stored == actual:
+                return None
+            observation = self.observe(before.key)
+            if not observation.exists:
+                return None  # deleted meanwhile: nothing to repair
+            if (observation.sequence, observation.stored) == (before.sequence, before.stored):
+                break
+        return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def repair(self, drift: Drift, max_attempts: int) -> Repair:
+        """Apply one drift's difference conditionally, recounting when live writes moved the parent."""
+        stored, sequence, actual = drift.stored, drift.sequence, drift.actual
+        hash_key, range_key = serialize_key(self.model, drift.key)
+        for attempt in range(1, max_attempts + 1):
+            condition = key_attributes(self.model)[0].exists()
+            discriminator = discriminator_condition(self.model)
+            if discriminator is not None:
+                condition &= discriminator
+            condition &= SEQUENCE.does_not_exist() if sequence is None else SEQUENCE == sequence
+            condition &= self.counter.does_not_exist() if stored is None else self.counter == stored
+            change = self.counter.set(actual) if stored is None else self.counter.add(actual - stored)
+            try:
+                self.model._get_connection().update_item(hash_key, range_key=range_key,
+                                                         actions=[change, SEQUENCE.add(1)], condition=condition)
+            except UpdateError as error:
+                if error.cause_response_code != "ConditionalCheckFailedException":
+                    raise TransactionError(f"DynamoDB rejected the repair of {drift.key!r}: {error}",
+                                           error) from error
+                seen = self.observe(drift.key)
+                if not seen.exists:
+                    return Repair(drift, "failed", stored, actual, attempt, "the parent no longer exists")
+                fresh = self.check(seen)
+                if fresh is None:
+                    return Repair(drift, "exact", seen.stored, seen.stored or 0, attempt)
+                stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual
+                continue
+            send_safely(counter_repaired, self.model, key=drift.key, attribute=self.attribute, before=stored,
+                        after=actual, drift=drift)
+            return Repair(drift, "repaired", stored, actual, attempt)
+        return Repair(drift, "failed", stored, actual, max_attempts,
+                      f"the parent kept changing through {max_attempts} attempts; run the repair again")
