@@ -1,0 +1,99 @@
+"""The command line: audit and repair, exit codes, JSON and CSV, and clear errors."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from typing import List, Tuple
+
+import pytest
+
+from pynamodb_counters import skip_counting
+from pynamodb_counters.cli import main
+from pynamodb_counters.testing.server import ServedMoto
+from tests.conftest import post
+from tests.models import Like, Post
+
+
+def drifted_posts() -> None:
+    post("POST#ok")
+    Like(pk="POST#ok", sk="LIKE#USER#1", liked_at=1).save()
+    post("POST#bad")
+    with skip_counting():
+        Like(pk="POST#bad", sk="LIKE#USER#1", liked_at=1).save()
+        Like(pk="POST#bad", sk="LIKE#USER#2", liked_at=1).save()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_audit_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    drifted_posts()
+    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally", "--json")
+    assert code == 1
+    report = json.loads(out)
+    assert report["drifts"] == [{"model": "Post", "key": ["POST#bad", "META"], "attribute": "like_tally",
+                                 "stored": 0, "actual": 2}]
+    assert report["parents_checked"] == 2
+    code, out, _ = run(capsys, "audit", "tests.models:Like.post", "--parent", '["POST#ok", "META"]', "--json")
+    assert code == 0 and json.loads(out)["drifts"] == []
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_repair_is_a_dry_run_unless_applied(capsys: pytest.CaptureFixture[str]) -> None:
+    drifted_posts()
+    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 1 and [(r["key"], r["status"]) for r in rows] == [('["POST#bad", "META"]', "planned")]
+    assert Post.get("POST#bad", "META").like_tally == 0
+    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--apply")
+    assert code == 0 and "repaired 0 -> 2" in out
+    assert Post.get("POST#bad", "META").like_tally == 2
+    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally")
+    assert code == 0 and "2 parents checked, 0 drifted" in out
+
+
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("target, message", [
+    ("tests.models", "expected MODULE:Model.attribute"),
+    ("tests.nowhere:Post.like_tally", "cannot import 'tests.nowhere'"),
+    ("tests.models:Nobody.like_tally", "has no model 'Nobody'"),
+    ("tests.models:Post.title", "is not a CounterField"),
+    ("tests.models:Like", "Like has 0 counters"),
+    ("tests.models:Post", "Post has 3 counters"),
+])
+def test_bad_targets_are_usage_errors(capsys: pytest.CaptureFixture[str], target: str, message: str) -> None:
+    code, out, err = run(capsys, "audit", target)
+    assert code == 2 and message in err and out == ""
+
+
+def test_an_unreachable_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for model in (Post, Like):
+        monkeypatch.setattr(model.Meta, "host", model.Meta.host)  # restored afterwards: main() changes it
+        monkeypatch.setattr(model, "_connection", None)
+    code, _, err = run(capsys, "audit", "tests.models:Post.like_tally", "--endpoint-url", "http://127.0.0.1:9")
+    assert code == 2 and "127.0.0.1:9" in err
+    for model in (Post, Like):
+        model._connection = None
+
+
+@pytest.mark.served
+def test_the_installed_command_against_a_served_engine(served: ServedMoto) -> None:
+    drifted_posts()
+    command: List[str] = [sys.executable, "-m", "pynamodb_counters", "audit", "tests.models:Post.like_tally",
+                          "--endpoint-url", served.endpoint_url, "--segments", "2", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert [d["key"] for d in json.loads(done.stdout)["drifts"]] == [["POST#bad", "META"]]
+    assert done.stderr == ""  # no progress bar when stderr is not a terminal
+    done = subprocess.run([*command[:3], "repair", *command[4:], "--apply"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Post.get("POST#bad", "META", consistent_read=True).like_tally == 2
