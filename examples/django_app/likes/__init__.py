@@ -1,0 +1,1 @@
+"""The likes app: PynamoDB models counted by pynamodb-counters, a JSON API, and Django signals."""

@@ -1,0 +1,101 @@
+"""Fixtures: an app per test on moto's in-process DynamoDB, and a check that every counter stayed exact."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any, Callable, Dict, Iterator, List
+
+import boto3
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from moto import mock_aws
+
+from flask_likes import create_app
+from flask_likes.models import LIKE_PREFIX, META, LikeModels
+
+# Dummy credentials, set before any client exists: nothing here may reach AWS.
+os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+os.environ["AWS_SESSION_TOKEN"] = "testing"
+os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+os.environ.pop("AWS_PROFILE", None)
+
+TABLE = "LikesTest"
+REGION = "us-east-1"
+
+
+def table_items() -> List[Dict[str, Any]]:
+    """Every item of the table, read raw (not through the app's models)."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    items: List[Dict[str, Any]] = client.scan(TableName=TABLE, ConsistentRead=True)["Items"]
+    return items
+
+
+def like_items(post_id: str) -> List[str]:
+    """The range keys of the like items stored for ``post_id``."""
+    return sorted(item["sk"]["S"] for item in table_items()
+                  if item["pk"]["S"] == f"POST#{post_id}" and item["sk"]["S"].startswith(LIKE_PREFIX))
+
+
+def stored_tally(post_id: str) -> int:
+    """The post's ``like_tally`` as stored."""
+    for item in table_items():
+        if item["pk"]["S"] == f"POST#{post_id}" and item["sk"]["S"] == META:
+            return int(item["like_tally"]["N"])
+    raise AssertionError(f"post {post_id} is not stored")
+
+
+def assert_counters_exact() -> None:
+    """Every post's stored ``like_tally`` equals the number of its like items."""
+    items = table_items()
+    likes = Counter(item["pk"]["S"] for item in items if item["sk"]["S"].startswith(LIKE_PREFIX))
+    tallies = {item["pk"]["S"]: int(item["like_tally"]["N"]) for item in items if item["sk"]["S"] == META}
+    assert set(likes) <= set(tallies), "a like item without its post"
+    assert tallies == {pk: likes.get(pk, 0) for pk in tallies}
+
+
+@pytest.fixture
+def app(request: pytest.FixtureRequest) -> Iterator[Flask]:
+    """An app on a fresh moto table; ``DUPLICATE_LIKE_STATUS`` from indirect parametrization (default 409).
+
+    After the test, every stored counter must equal the number of stored like items.
+    """
+    with mock_aws():
+        app = create_app({"TESTING": True, "DYNAMODB_TABLE": TABLE, "AWS_REGION": REGION,
+                          "DUPLICATE_LIKE_STATUS": getattr(request, "param", 409)})
+        app.extensions["likes_models"].post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        yield app
+        assert_counters_exact()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    """Flask's test client for ``app``."""
+    return app.test_client()
+
+
+@pytest.fixture
+def dynamodb_calls(app: Flask) -> List[str]:
+    """The DynamoDB operations the app's models send from now on, by name (the library's transactions use a
+    client of their own, so a like or an unlike does not show here)."""
+    calls: List[str] = []
+    models: LikeModels = app.extensions["likes_models"]
+
+    def record(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    for model in (models.post, models.like):
+        model._get_connection().connection.client.meta.events.register("before-call.dynamodb", record)
+    return calls
+
+
+@pytest.fixture
+def make_post(client: FlaskClient) -> Callable[[str], None]:
+    """Create a post through the API."""
+
+    def make(post_id: str) -> None:
+        response = client.post(f"/posts/{post_id}")
+        assert response.status_code == 201, response.json
+
+    return make
