@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Type
 import botocore.exceptions
 
 from .compat import transact_client
-from .exceptions import RetriesExhaustedError, TransactionError
+from .exceptions import IdempotencyMismatchError, RetriesExhaustedError, TransactionError
 from .retries import DEFAULT_RETRY_POLICY, RetryPolicy, classify
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,6 +69,10 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
                         error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
                     return Sent(None, list(error.response.get("CancellationReasons") or []), error, attempt,
                                 ambiguous)
+                if isinstance(error, botocore.exceptions.ClientError) and \
+                        error.response.get("Error", {}).get("Code") == "IdempotentParameterMismatchException":
+                    raise IdempotencyMismatchError(f"token {token!r} was used within 10 minutes for a different "
+                                                   f"request: {error}", error) from error
                 raise TransactionError(f"DynamoDB rejected the transaction: {error}", error) from error
             ambiguous = ambiguous or failure.ambiguous
             last = error

@@ -17,7 +17,8 @@ Every error derives from :class:`CounterError`. The hierarchy::
      |    +-- CounterUnderflowError    the decrement would take the counter below zero
      |    +-- ConditionFailedError     the caller's ``condition`` or version check failed
      +-- TransactionError          DynamoDB rejected the request for another reason (validation, table missing,
-     |                             access denied); nothing was written
+     |    |                        access denied); nothing was written
+     |    +-- IdempotencyMismatchError  the token was already used, within 10 minutes, for another request
      +-- RetriesExhaustedError     transient failures outlasted the retry bound; ``ambiguous`` tells
                                    whether the write may have landed
 
@@ -38,6 +39,7 @@ __all__ = [
     "CounterUnderflowError",
     "CountingBypassError",
     "DuplicateChildError",
+    "IdempotencyMismatchError",
     "InvalidTransactionError",
     "MissingChildError",
     "ParentKeyError",
@@ -188,6 +190,16 @@ class TransactionError(CounterError):
     """DynamoDB rejected the transaction for a reason that retrying cannot fix; nothing was written."""
 
     msg = "transaction rejected"
+
+
+class IdempotencyMismatchError(TransactionError):
+    """DynamoDB already saw this ``ClientRequestToken`` within the last 10 minutes, for a request with other
+    parameters (``IdempotentParameterMismatchException``); nothing was written.
+
+    An idempotency key reused for a different write: if an API's client retries, it must send the same values
+    (a client-side timestamp, not one the server fills in)."""
+
+    msg = "token reused for another request"
 
 
 class RetriesExhaustedError(CounterError):

@@ -171,3 +171,13 @@ def test_exhausted_retries_carry_the_token_to_retry_with(stubber: Stubber) -> No
     with pytest.raises(RetriesExhaustedError) as caught:
         save(RetryPolicy(max_attempts=1))
     assert caught.value.token == TOKEN and caught.value.ambiguous
+
+
+def test_a_token_reused_for_another_request_has_its_own_error(stubber: Stubber) -> None:
+    from pynamodb_counters.exceptions import IdempotencyMismatchError
+
+    stubber.add_client_error("transact_write_items", "IdempotentParameterMismatchException", "token reused")
+    with pytest.raises(IdempotencyMismatchError) as caught:
+        save(RetryPolicy(sleep=Sleeps()))
+    assert isinstance(caught.value, TransactionError)
+    assert caught.value.cause_response_code == "IdempotentParameterMismatchException"
