@@ -64,7 +64,7 @@ class CounterField(Attribute[int]):
         self.model = owner
         self.name = name
 
-    def __set__(self, instance: Any, value: Any) -> None:
+    def __set__(self, instance: Any, value: Optional[int]) -> None:
         super().__set__(instance, value)
         last = getattr(_loading, "last", None)
         if last is not None and last[0] is self and instance is not None:

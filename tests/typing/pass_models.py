@@ -1,0 +1,43 @@
+"""What a user's mypy sees: counters are ints, relations are Relations, parent keys are tuples."""
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+from typing_extensions import assert_type
+
+from pynamodb_counters import CountedTransaction, CounterField, CounterMixin, Relation, WriteResult, counted_by
+from pynamodb_counters.reconcile import AuditReport, audit
+
+
+class Post(CounterMixin, Model):
+    class Meta:
+        table_name = "Social"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    like_tally = CounterField()
+
+
+class Like(CounterMixin, Model):
+    class Meta:
+        table_name = "Social"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    liked_at = NumberAttribute()
+    post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
+
+
+def check(post: Post, like: Like) -> None:
+    assert_type(post.like_tally, int)
+    assert_type(Post.like_tally, CounterField)
+    assert_type(Like.post, Relation)
+    assert_type(like.post, Tuple[Any, ...])
+    total: int = post.like_tally + 1
+    transaction = CountedTransaction()
+    transaction.save(like)
+    assert_type(transaction.commit(), WriteResult)
+    assert_type(audit(Post.like_tally), AuditReport)
+    assert total
