@@ -6,7 +6,7 @@ plan's slots. :func:`commit_plan` sends a plan, interprets the answer and sends 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .attributes import WRITE_ID
 from .compat import discriminator_of
@@ -28,7 +28,7 @@ from .signals import child_added, child_removed, duplicate_rejected, missing_rej
 if TYPE_CHECKING:  # pragma: no cover
     from .transactions import Plan, Slot
 
-__all__ = ["commit_plan", "interpret"]
+__all__ = ["commit_plan", "finish", "interpret", "refusals", "signal_refusals"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
@@ -44,6 +44,11 @@ def commit_plan(plan: Plan, policy: Optional[RetryPolicy], return_consumed_capac
                 return_consumed_capacity=return_consumed_capacity)
     if sent.response is None:
         interpret(plan, sent)  # raises, unless the write turns out to have committed on a lost attempt
+    return finish(plan, sent)
+
+
+def finish(plan: Plan, sent: Sent) -> WriteResult:
+    """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed``."""
     result = WriteResult(
         token=plan.token,
         changes=tuple(change for slot in plan.children for change in slot.changes),
@@ -72,6 +77,20 @@ def interpret(plan: Plan, sent: Sent) -> None:
       underflow, failed condition), after sending ``duplicate_rejected`` / ``missing_rejected``.
     :raises TransactionError: a cancellation reason retrying cannot fix, or reasons that do not match the plan.
     """
+    refused = refusals(plan, sent)
+    if refused is None:
+        return
+    errors = [error for _, error in refused]
+    signal_refusals(plan, errors)
+    raise min(errors, key=lambda e: next(i for i, kind in enumerate(_PRIORITY) if isinstance(e, kind)))
+
+
+def refusals(plan: Plan, sent: Sent) -> Optional[List[Tuple[Slot, CounterError]]]:
+    """Pure: each action DynamoDB refused in a cancelled transaction, with its error; ``None`` when the
+    transaction had in fact committed on an earlier attempt.
+
+    :raises TransactionError: reasons that do not match the plan, or none naming a cause.
+    """
     reasons: Sequence[Dict[str, Any]] = sent.cancellation_reasons or []
     if len(reasons) != len(plan.slots):
         raise TransactionError(f"DynamoDB cancelled the transaction with {len(reasons)} reasons for "
@@ -81,19 +100,22 @@ def interpret(plan: Plan, sent: Sent) -> None:
         # a failed condition is final; a conflict flagged beside it would only have delayed the same answer
         failures = [(slot, reason) for slot, reason in failures if reason.get("Code") not in RETRYABLE_REASONS]
     if any(_own_write(plan, slot, reason) for slot, reason in failures):
-        return
+        return None
     if sent.ambiguous and _own_deletes(plan, reasons):
-        return
-    errors = [_error(slot, reason, list(reasons), sent) for slot, reason in failures]
-    if not errors:
+        return None
+    if not failures:
         raise TransactionError(f"DynamoDB cancelled the transaction without naming a cause: {sent.error}",
                                sent.error)
+    return [(slot, _error(slot, reason, list(reasons), sent)) for slot, reason in failures]
+
+
+def signal_refusals(plan: Plan, errors: Sequence[CounterError]) -> None:
+    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``errors``."""
     for error in errors:
         if isinstance(error, DuplicateChildError):
             send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
         elif isinstance(error, MissingChildError):
             send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
-    raise min(errors, key=lambda e: next(i for i, kind in enumerate(_PRIORITY) if isinstance(e, kind)))
 
 
 def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["MAX_ACTIONS", "CountedTransaction", "Plan", "Slot", "guard_update", "parent_save_actions"]
+__all__ = ["MAX_ACTIONS", "CountedTransaction", "Plan", "Slot", "guard_update", "item_id", "parent_save_actions"]
 
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
@@ -193,32 +193,32 @@ class CountedTransaction:
                 sign = 1 if op.kind == "counted_put" else -1
                 for relation in relations_of(op.model):
                     for change in relation.changes(op.instance, sign):
-                        item_id = _item_id(change.parent, change.key)
-                        slot = parents.setdefault(item_id, Slot("parent", change.parent, change.key))
+                        where = item_id(change.parent, change.key)
+                        slot = parents.setdefault(where, Slot("parent", change.parent, change.key))
                         slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
 
         for op in self._pending:
-            item_id = _item_id(op.model, op.key)
-            if item_id in parents and op.kind in ("update", "check") and not op.parent_save \
-                    and item_id not in merged:
-                merged[item_id] = op
+            where = item_id(op.model, op.key)
+            if where in parents and op.kind in ("update", "check") and not op.parent_save \
+                    and where not in merged:
+                merged[where] = op
                 continue
-            if item_id in parents:
+            if where in parents:
                 raise InvalidTransactionError(
                     f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
                     + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
-            entries.append((item_id,) + _child_or_other(op, self.token))
+            entries.append((where,) + _child_or_other(op, self.token))
 
-        for item_id, slot in parents.items():
-            action, request = _parent_request(slot, merged.get(item_id))
-            entries.append((item_id, action, request, slot))
+        for where, slot in parents.items():
+            action, request = _parent_request(slot, merged.get(where))
+            entries.append((where, action, request, slot))
 
         seen = set()
-        for item_id, _, _, slot in entries:
-            if item_id in seen:
+        for where, _, _, slot in entries:
+            if where in seen:
                 raise InvalidTransactionError(f"{slot.model.__name__} {slot.key} appears twice in one transaction; "
                                                f"DynamoDB allows one action per item")
-            seen.add(item_id)
+            seen.add(where)
         if len(entries) > MAX_ACTIONS:
             raise TransactionTooLargeError(f"this transaction has {len(entries)} actions; DynamoDB allows "
                                            f"{MAX_ACTIONS}. Nothing was sent")
@@ -234,10 +234,11 @@ class CountedTransaction:
         :raises CountedWriteError: a subclass naming what DynamoDB refused; nothing was written.
         :raises RetriesExhaustedError: transient failures outlasted the retry policy.
         """
-        self.result = commit_plan(self.plan(), self._retry_policy(), self.return_consumed_capacity)
+        self.result = commit_plan(self.plan(), self.retry_policy(), self.return_consumed_capacity)
         return self.result
 
-    def _retry_policy(self) -> Optional[RetryPolicy]:
+    def retry_policy(self) -> Optional[RetryPolicy]:
+        """The retry policy this transaction uses: its own, else the first model's ``Meta.counter_retry``."""
         if self.retry is not None:
             return self.retry
         for op in self._pending:
@@ -315,7 +316,8 @@ def _key_of(instance: Model) -> Tuple[Any, ...]:
     return tuple(getattr(instance, attribute.attr_name) for attribute in key_attributes(type(instance)))
 
 
-def _item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
+def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
+    """The identity of an item within a transaction: its table and serialized key."""
     hash_key, range_key = serialize_key(model, key)
     return (model.Meta.table_name, hash_key, range_key)
 

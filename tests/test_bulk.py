@@ -1,0 +1,132 @@
+"""Bulk counted writes: chunks of at most 100 actions, deltas merged per parent, refusals reported per child."""
+from __future__ import annotations
+
+from typing import Any, List
+
+import pytest
+
+from pynamodb_counters import signals, skip_counting
+from pynamodb_counters.bulk import bulk_delete, bulk_save, bulk_write, plan_chunks
+from pynamodb_counters.exceptions import (
+    CountingBypassError,
+    DuplicateChildError,
+    InvalidTransactionError,
+    MissingChildError,
+    ParentKeyError,
+    ParentNotFoundError,
+)
+from tests.conftest import post, snapshot
+from tests.models import Bookmark, Comment, Like, Post, User
+
+
+def like(user: Any, pk: str = "POST#a91f") -> Like:
+    return Like(pk=pk, sk=f"LIKE#USER#{user}", liked_at=1)
+
+
+def tally(pk: str) -> int:
+    return Post.get(pk, "META", consistent_read=True).like_tally
+
+
+def children(pk: str) -> int:
+    return Like.count(pk, Like.sk.startswith("LIKE#"), consistent_read=True)
+
+
+def test_ten_thousand_likes_across_a_hundred_posts_take_about_a_hundred_transactions() -> None:
+    likes = [("save", like(n, pk=f"POST#{n % 100:03d}")) for n in range(10_000)]
+    chunks = plan_chunks(likes, 100)
+    assert all(len(chunk) + len({c[2].pk for c in chunk}) <= 100 for chunk in chunks)
+    assert len(chunks) <= 102  # 99 likes and 1 parent Update per transaction, give or take the boundaries
+    updates = sum(len({c[2].pk for c in chunk}) for chunk in chunks)
+    wcu_per_like = (2 * len(likes) + 2 * updates) / len(likes)  # transactional writes of items under 1 KB
+    assert wcu_per_like < 2.05  # against 4 for one transaction per like
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_bulk_save_counts_every_child() -> None:
+    for pk in ("POST#a", "POST#b", "POST#c"):
+        post(pk)
+    likes = [like(n, pk=("POST#a", "POST#b", "POST#c")[n % 3]) for n in range(250)]
+    result = bulk_save(likes)
+    assert [o.status for o in result.outcomes] == ["added"] * 250
+    assert [o.instance for o in result.outcomes] == likes  # in input order
+    assert len(result.results) == 3 and result.requests == 3
+    for pk in ("POST#a", "POST#b", "POST#c"):
+        assert tally(pk) == children(pk) > 80
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_refusals_inside_a_chunk_do_not_sink_the_others() -> None:
+    post("POST#a")
+    like(1, "POST#a").save()
+    like(2, "POST#a").save()
+    batch = [like(n, "POST#a") for n in range(6)] + [like(n, "POST#gone") for n in range(3)]
+    rejected: List[Any] = []
+    with signals.duplicate_rejected.connected_to(lambda sender, **kw: rejected.append(kw["instance"])):
+        result = bulk_save(batch)
+    statuses = {(o.instance.pk, o.instance.sk): (o.status, type(o.error).__name__) for o in result.outcomes}
+    assert statuses == {
+        **{("POST#a", f"LIKE#USER#{n}"): ("added", "NoneType") for n in (0, 3, 4, 5)},
+        **{("POST#a", f"LIKE#USER#{n}"): ("rejected", "DuplicateChildError") for n in (1, 2)},
+        **{("POST#gone", f"LIKE#USER#{n}"): ("rejected", "ParentNotFoundError") for n in range(3)},
+    }
+    assert {(r.pk, r.sk) for r in rejected} == {("POST#a", "LIKE#USER#1"), ("POST#a", "LIKE#USER#2")}
+    assert tally("POST#a") == children("POST#a") == 6
+    assert children("POST#gone") == 0
+    assert result.requests == 2  # one refused transaction naming every refusal, then the rest
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_bulk_delete_and_mixed_writes() -> None:
+    post("POST#a")
+    bulk_save([like(n, "POST#a") for n in range(5)])
+    result = bulk_write(saves=[like(9, "POST#a")], deletes=[like(0, "POST#a"), like(1, "POST#a"), like(7, "POST#a")])
+    assert sorted((o.instance.sk, o.status) for o in result.outcomes) == [
+        ("LIKE#USER#0", "removed"), ("LIKE#USER#1", "removed"), ("LIKE#USER#7", "rejected"),
+        ("LIKE#USER#9", "added")]
+    assert isinstance(result.rejected[0].error, MissingChildError)
+    assert tally("POST#a") == children("POST#a") == 4
+    result = bulk_delete([like(n, "POST#a") for n in (2, 3, 4, 9)])
+    assert [o.status for o in result.outcomes] == ["removed"] * 4 and tally("POST#a") == 0
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_children_counted_twice_and_small_chunks() -> None:
+    post("POST#a")
+    User(user_id="U1").save()
+    marks = [Bookmark(pk="POST#a", sk=f"BOOKMARK#USER#{n}", user_id="U1") for n in range(7)]
+    result = bulk_save(marks, max_actions=4)  # 2 children + 2 parents per transaction
+    assert len(result.results) == 4 and not result.rejected
+    assert Post.get("POST#a", "META").bookmark_count == 7 and User.get("U1").bookmarks == 7
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_bad_input_is_refused_before_anything_is_written() -> None:
+    post("POST#a")
+    before = snapshot()
+    with pytest.raises(InvalidTransactionError, match="twice"):
+        bulk_save([like(1, "POST#a"), like(2, "POST#a"), like(1, "POST#a")])
+    with pytest.raises(CountingBypassError, match="set by hand"):
+        bulk_save([like(3, "POST#a"), Comment(pk="POST#a", sk="COMMENT#1", text="x", reply_count=5)])
+    with pytest.raises(CountingBypassError, match="no counted_by relation"):
+        bulk_save([like(3, "POST#a"), User(user_id="U9")])
+    with pytest.raises(ParentKeyError):
+        bulk_save([like(3, "POST#a"), Bookmark(pk="POST#a", sk="BOOKMARK#USER#x")])  # no user_id
+    with pytest.raises(ValueError):
+        bulk_save([like(3, "POST#a")], max_actions=101)
+    assert snapshot() == before
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_drifted_parent_rejects_only_its_own_children() -> None:
+    post("POST#a")
+    post("POST#b")
+    with skip_counting():
+        like(1, "POST#a").save()  # drift: POST#a's counter is 0 with one like
+    like(1, "POST#b").save()
+    result = bulk_delete([like(1, "POST#a"), like(1, "POST#b")])
+    outcome = {o.instance.pk: o for o in result.outcomes}
+    assert outcome["POST#b"].status == "removed"
+    assert outcome["POST#a"].status == "rejected" and type(outcome["POST#a"].error).__name__ == \
+        "CounterUnderflowError"
+    assert children("POST#a") == 1 and tally("POST#b") == children("POST#b") == 0
+    assert DuplicateChildError and ParentNotFoundError  # imported for the type names above
