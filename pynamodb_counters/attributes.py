@@ -12,7 +12,10 @@ from pynamodb.constants import NUMBER
 
 from .exceptions import ConfigurationError
 
-__all__ = ["SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged"]
+__all__ = ["MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged", "require_mixin"]
+
+MIXIN_MARKER = "_pynamodb_counters_mixin"
+"""Set in :class:`~pynamodb_counters.CounterMixin`'s own namespace, so declarations can find it in a model's MRO."""
 
 WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
@@ -54,8 +57,6 @@ class CounterField(Attribute[int]):
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         super().__set_name__(owner, name)
-        from .relations import require_mixin  # imported here: relations imports this module
-
         require_mixin(owner, f"{owner.__name__}.{name} = CounterField()")
         if self.model is not None and self.model is not owner:
             raise ConfigurationError(
@@ -110,3 +111,19 @@ def check_counters_unchanged(instance: Any) -> None:
                     f"counted writes. Use pynamodb_counters.set_counter() to repair one, or skip_counting() for a "
                     f"migration. Nothing was written"
                 )
+
+
+def require_mixin(owner: type, what: str) -> None:
+    """Refuse a counter or relation on a class whose writes would not go through counting.
+
+    :raises ConfigurationError: ``owner`` lacks :class:`~pynamodb_counters.CounterMixin`, or lists it after
+      PynamoDB's ``Model``.
+    """
+    from pynamodb.models import Model
+
+    mro = owner.__mro__
+    mixin = next((i for i, klass in enumerate(mro) if MIXIN_MARKER in vars(klass)), None)
+    if mixin is None or (Model in mro and mro.index(Model) < mixin):
+        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases, "
+                                 f"as in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
+                                 f"not be counted")

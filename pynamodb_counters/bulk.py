@@ -31,10 +31,11 @@ from .exceptions import (
     TransactionError,
 )
 from .outcomes import finish, refusals, signal_refusals
+from .plans import ItemId, Slot
 from .relations import relations_of
 from .results import WriteResult
 from .retries import RetryPolicy
-from .transactions import MAX_ACTIONS, CountedTransaction, ItemId, Slot, item_id
+from .transactions import MAX_ACTIONS, CountedTransaction, item_id
 
 __all__ = ["BulkResult", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
 

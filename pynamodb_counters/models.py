@@ -46,6 +46,8 @@ class CounterMixin:
     Per model, ``Meta.counter_retry`` may hold a :class:`~pynamodb_counters.RetryPolicy`.
     """
 
+    _pynamodb_counters_mixin = True  # attributes.MIXIN_MARKER: declarations check the MRO for it
+
     # -- writes ----------------------------------------------------------------------------------------------
     def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = False,
              retry: Optional[RetryPolicy] = None, token: Optional[str] = None, **kwargs: Any) -> Any:

@@ -6,7 +6,7 @@ plan's slots. :func:`commit_plan` sends a plan, interprets the answer and sends 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .attributes import WRITE_ID
 from .compat import discriminator_of
@@ -21,12 +21,10 @@ from .exceptions import (
     ParentNotFoundError,
     TransactionError,
 )
+from .plans import Plan, Slot
 from .results import WriteResult
 from .retries import RETRYABLE_REASONS, RetryPolicy
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .transactions import Plan, Slot
 
 __all__ = ["commit_plan", "finish", "interpret", "refusals", "signal_refusals"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, overload
 
-from .attributes import CounterField
+from .attributes import CounterField, require_mixin
 from .exceptions import ConfigurationError, ParentKeyError
 from .results import CounterChange
 
@@ -221,23 +221,6 @@ def counters_of(model: type) -> Dict[str, CounterField]:
     """``model``'s counter attributes by Python name."""
     attributes = model.get_attributes() if hasattr(model, "get_attributes") else {}
     return {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
-
-
-def require_mixin(owner: type, what: str) -> None:
-    """Refuse a counter or relation on a class whose writes would not go through counting.
-
-    :raises ConfigurationError: ``owner`` lacks :class:`~pynamodb_counters.CounterMixin`, or lists it after
-      PynamoDB's ``Model``.
-    """
-    from pynamodb.models import Model
-
-    from .models import CounterMixin  # imported here: models imports this module
-
-    mro = owner.__mro__
-    if CounterMixin not in mro or (Model in mro and mro.index(Model) < mro.index(CounterMixin)):
-        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases, "
-                                 f"as in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
-                                 f"not be counted")
 
 
 def normalize_key(model: type, raw: Any, where: str) -> ParentKey:

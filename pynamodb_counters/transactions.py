@@ -29,52 +29,19 @@ from .compat import discriminator_of, key_attributes, serialize_key, version_con
 from .context import counting_skipped
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 from .outcomes import commit_plan
+from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
-from .results import CounterChange, WriteResult
+from .results import WriteResult
 from .retries import RetryPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["MAX_ACTIONS", "CountedTransaction", "Plan", "Slot", "guard_update", "item_id", "parent_save_actions"]
+__all__ = ["MAX_ACTIONS", "CountedTransaction", "guard_update", "item_id", "parent_save_actions"]
 
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
-
-ItemId = Tuple[str, Any, Any]  # (table name, serialized hash key, serialized range key)
-
-
-@dataclass
-class Slot:
-    """What one action of a plan stands for, so that cancellation reasons (one per action, in order) can be
-    read back.
-
-    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update,
-      ``"other"`` for a caller's uncounted write.
-    """
-
-    kind: str
-    model: Type[Model]
-    key: Tuple[Any, ...]
-    instance: Optional[Model] = None
-    deltas: Dict[str, int] = field(default_factory=dict)
-    changes: Tuple[CounterChange, ...] = ()
-
-
-@dataclass
-class Plan:
-    """A TransactWriteItems request, ready to send, and what each of its actions means."""
-
-    items: List[Dict[str, Any]]
-    slots: List[Slot]
-    token: str
-
-    @property
-    def children(self) -> List[Slot]:
-        """The counted child operations, in the order they were added."""
-        return [slot for slot in self.slots if slot.kind in ("put", "delete")]
-
 
 @dataclass
 class _Pending:

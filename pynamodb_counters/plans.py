@@ -1,0 +1,49 @@
+"""
+:class:`Plan` and :class:`Slot`: a TransactWriteItems request and what each of its actions stands for.
+
+Pure data, shared by the planner (:mod:`pynamodb_counters.transactions`), the reader of outcomes
+(:mod:`pynamodb_counters.outcomes`) and bulk writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Type
+
+from pynamodb.models import Model
+
+from .results import CounterChange
+
+__all__ = ["ItemId", "Plan", "Slot"]
+
+ItemId = Tuple[str, Any, Any]  # (table name, serialized hash key, serialized range key)
+
+
+@dataclass
+class Slot:
+    """What one action of a plan stands for, so that cancellation reasons (one per action, in order) can be
+    read back.
+
+    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update,
+      ``"other"`` for a caller's uncounted write.
+    """
+
+    kind: str
+    model: Type[Model]
+    key: Tuple[Any, ...]
+    instance: Optional[Model] = None
+    deltas: Dict[str, int] = field(default_factory=dict)
+    changes: Tuple[CounterChange, ...] = ()
+
+
+@dataclass
+class Plan:
+    """A TransactWriteItems request, ready to send, and what each of its actions means."""
+
+    items: List[Dict[str, Any]]
+    slots: List[Slot]
+    token: str
+
+    @property
+    def children(self) -> List[Slot]:
+        """The counted child operations, in the order they were added."""
+        return [slot for slot in self.slots if slot.kind in ("put", "delete")]
