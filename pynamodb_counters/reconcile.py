@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
-from pynamodb.models import Model
 
 from .attributes import SEQUENCE, CounterField
 from .compat import key_attributes, serialize_key
 from .costs import read_units
 from .exceptions import ConfigurationError, TransactionError
-from .relations import ParentKey, Relation, feeders_of, normalize_key
+from .relations import ParentKey, Relation, all_relations, feeders_of, normalize_key
+from .reports import AuditReport, Drift, Repair, RepairReport
 from .signals import counter_repaired, send_safely
 from .transactions import discriminator_condition
 
@@ -40,100 +40,6 @@ __all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "audit", "repair"]
 Progress = Callable[[int, Optional[int]], None]
 DEFAULT_ITEM_BYTES = 200
 """The item size the cost model assumes where the server reports no consumed capacity."""
-
-
-@dataclass(frozen=True)
-class Drift:
-    """One counter that differs from the number of its parent's children.
-
-    :ivar model: the parent model.
-    :ivar key: the parent's key, ``(hash,)`` or ``(hash, range)``.
-    :ivar attribute: the counter's Python attribute name.
-    :ivar stored: the value stored, or ``None`` when the item lacks the attribute.
-    :ivar actual: the number of children counted.
-    :ivar sequence: the parent's counted-write sequence when observed (``None`` if never counted); a repair
-      conditions on it.
-    """
-
-    model: Type[Model]
-    key: ParentKey
-    attribute: str
-    stored: Optional[int]
-    actual: int
-    sequence: Optional[int] = None
-
-    def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready record: model, key (a list), attribute, stored, actual."""
-        return {"model": self.model.__name__, "key": list(self.key), "attribute": self.attribute,
-                "stored": self.stored, "actual": self.actual}
-
-
-@dataclass(frozen=True)
-class AuditReport:
-    """What an audit found.
-
-    :ivar drifts: one :class:`Drift` per drifted counter.
-    :ivar parents_checked: how many parents were counted.
-    :ivar read_units: read capacity consumed, as the server reported it, with the cost model's estimate for any
-      request it reported nothing for.
-    :ivar read_units_estimated: whether any part of :attr:`read_units` comes from the cost model.
-    """
-
-    model: Type[Model]
-    attribute: str
-    drifts: Tuple[Drift, ...]
-    parents_checked: int
-    read_units: float
-    read_units_estimated: bool
-
-    @property
-    def drifted(self) -> int:
-        """How many counters drifted."""
-        return len(self.drifts)
-
-    def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready summary with every drift."""
-        return {"model": self.model.__name__, "attribute": self.attribute, "parents_checked": self.parents_checked,
-                "drifted": self.drifted, "read_units": self.read_units,
-                "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts]}
-
-
-@dataclass(frozen=True)
-class Repair:
-    """What a repair did to one drift.
-
-    :ivar status: ``"repaired"``, ``"exact"`` (a recount found nothing to fix), ``"planned"`` (a dry run) or
-      ``"failed"`` (see :attr:`reason`).
-    :ivar before: the counter before, as the last attempt observed it.
-    :ivar after: the counter after (the children counted).
-    """
-
-    drift: Drift
-    status: str
-    before: Optional[int]
-    after: int
-    attempts: int
-    reason: str = ""
-
-    def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready record."""
-        return dict(self.drift.as_dict(), status=self.status, before=self.before, after=self.after,
-                    attempts=self.attempts, reason=self.reason)
-
-
-@dataclass(frozen=True)
-class RepairReport:
-    """One :class:`Repair` per drift, in order."""
-
-    repairs: Tuple[Repair, ...] = field(default_factory=tuple)
-
-    @property
-    def complete(self) -> bool:
-        """Whether no repair failed."""
-        return all(r.status != "failed" for r in self.repairs)
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"complete": self.complete, "repairs": [r.as_dict() for r in self.repairs]}
 
 
 def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[Any]] = None,
@@ -172,6 +78,12 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
             if progress is not None:
                 progress(checked[0], total)
 
+    if parents is None and auditor.shared_with and not _filters_parents(auditor.model):
+        raise ConfigurationError(
+            f"{auditor.model.__name__} shares table {auditor.model.Meta.table_name} with "
+            f"{', '.join(sorted(m.__name__ for m in auditor.shared_with))}: a Scan cannot tell its items from theirs. "
+            f"Define {auditor.model.__name__}.audit_filter() (for example cls.sk == 'META'), give the models a "
+            f"discriminator, or audit explicit parents=")
     if parents is not None:
         keys = [normalize_key(auditor.model, key, "audit(parents=...)") for key in parents]
         total = len(keys)
@@ -190,6 +102,23 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
                 pass
     ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
     return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated)
+
+
+def _table_sharers(model: Any) -> List[Any]:
+    """The other models the library knows (parents and children of every relation) stored in ``model``'s table."""
+    relations = [r for group in all_relations() for r in group]
+    known = {r.child_model for r in relations} | {r.parent_model for r in relations}
+    return [m for m in known if m.Meta.table_name == model.Meta.table_name and not issubclass(m, model)
+            and not issubclass(model, m)]
+
+
+def _filters_parents(model: Any) -> bool:
+    """Whether a Scan of ``model``'s table can pick out ``model``'s items: a discriminator, or an overridden
+    ``audit_filter()``."""
+    from .models import CounterMixin
+
+    overridden = model.audit_filter.__func__ is not CounterMixin.audit_filter.__func__  # type: ignore[attr-defined]
+    return overridden or model.audit_filter() is not None
 
 
 def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = False) -> RepairReport:
@@ -258,6 +187,7 @@ class _Auditor:
             if relation.prefix is not None and not relation.child_model._range_keyname:
                 raise ConfigurationError(f"{relation}: prefix= needs a child model with a range key")
         self.item_bytes = item_bytes
+        self.shared_with = _table_sharers(self.model)
         self.units = 0.0
         self.estimated = False
         self._lock = threading.Lock()
@@ -295,6 +225,11 @@ class _Auditor:
         """The parents in one segment of a strongly consistent Scan."""
         condition = self.model.audit_filter()
         attributes = key_attributes(self.model)
+        for relation in self.feeders:  # children stored beside their parents are never parents
+            child = relation.child_model
+            if relation.prefix and child.Meta.table_name == self.model.Meta.table_name and len(attributes) > 1:
+                not_child = ~attributes[-1].startswith(relation.prefix)
+                condition = not_child if condition is None else condition & not_child
         if key_prefix is not None:
             by_prefix = attributes[0].startswith(key_prefix)
             condition = by_prefix if condition is None else condition & by_prefix

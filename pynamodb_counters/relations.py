@@ -20,7 +20,7 @@ from .results import CounterChange
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["Relation", "counted_by", "counters_of", "feeders_of", "normalize_key", "relations_of"]
+__all__ = ["Relation", "all_relations", "counted_by", "counters_of", "feeders_of", "normalize_key", "relations_of"]
 
 KeyFunction = Callable[[Any], Any]
 ParentKey = Tuple[Any, ...]
@@ -210,6 +210,11 @@ def relations_of(model: type) -> Tuple[Relation, ...]:
                                          f"{model.__name__}")
         found = _RELATIONS[model] = tuple(seen)
     return found
+
+
+def all_relations() -> List[List[Relation]]:
+    """Every relation declared so far, grouped by counter."""
+    return list(_FEEDERS.values())
 
 
 def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:

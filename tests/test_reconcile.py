@@ -164,3 +164,65 @@ def test_a_relation_that_cannot_be_counted_is_a_configuration_error() -> None:
         audit(Comment.reply_count)
     with pytest.raises(ConfigurationError, match="CounterField"):
         audit(Post.title)  # type: ignore[arg-type]
+
+
+def test_a_scan_of_a_shared_table_needs_a_way_to_tell_parents() -> None:
+    from pynamodb.attributes import UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+    class Thread(CounterMixin, Model):
+        class Meta:
+            table_name = "Social"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        reply_tally = CounterField()
+
+    class Answer(CounterMixin, Model):
+        class Meta:
+            table_name = "Social"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        thread = counted_by(Thread.reply_tally, key=lambda a: (a.pk, "META"), prefix="ANSWER#")
+
+    before = snapshot()
+    with pytest.raises(ConfigurationError, match="shares table Social with .*Define Thread.audit_filter"):
+        audit(Thread.reply_tally)
+    assert audit(Thread.reply_tally, parents=[]).parents_checked == 0  # explicit parents need no filter
+    assert snapshot() == before
+
+
+def test_children_beside_their_parents_are_never_scanned_as_parents() -> None:
+    from pynamodb.attributes import UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+    class Topic(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        answer_tally = CounterField()
+
+        @classmethod
+        def audit_filter(cls) -> Any:
+            return None  # every item of the table is a topic... except the answers beside them
+
+    class TopicAnswer(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        topic = counted_by(Topic.answer_tally, key=lambda a: (a.pk, "TOPIC"), prefix="ANSWER#")
+
+    Topic(pk="T1", sk="TOPIC").save()
+    TopicAnswer(pk="T1", sk="ANSWER#1").save()
+    TopicAnswer(pk="T1", sk="ANSWER#2").save()
+    report = audit(Topic.answer_tally)
+    assert report.parents_checked == 1 and report.drifts == ()  # the two answers were not taken for topics

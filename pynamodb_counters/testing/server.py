@@ -162,6 +162,20 @@ class ServedMoto:
         self.endpoint_url = ""
 
     @property
+    def latency(self) -> float:
+        """The fixed delay, in seconds, added to every request outside the lock; settable while serving (seed a
+        benchmark's tables fast, then measure with the delay)."""
+        return self._latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("latency must not be negative")
+        self._latency = seconds
+        if self._app is not None:
+            self._app._latency = seconds
+
+    @property
     def requests_served(self) -> int:
         """Number of AWS API requests answered since :meth:`start`.
 

@@ -1,0 +1,686 @@
+"""
+Benchmark: ``audit()`` of many parents, parallel against sequential, in one run on the served moto engine.
+
+::
+
+    python -m benchmarks.audit                      # 2,000 parents, 0 to 50 likes each, 5 ms per request
+    python -m benchmarks.audit --keys               # also audits of explicit parents= keys (twice as long)
+    python -m benchmarks.audit --parents 200        # a quick run
+    python -m benchmarks.audit --json figures.json  # also write the figures as JSON
+
+It starts its own :class:`~pynamodb_counters.testing.server.ServedMoto` on 127.0.0.1, in a child process, and
+seeds a ``Social`` table without latency: posts with 0 to ``--max-children`` likes, exact counters except a
+planted ~5% drift. Then it puts a fixed ``--latency`` in front of every request and times
+``audit(Post.like_tally, ...)``:
+
+* ``scan, sequential``: a Scan (``segments=1``), the default audit, and the baseline;
+* ``scan, N segments``: a parallel Scan (``segments=N``), one thread per segment;
+* with ``--keys``, ``keys, sequential`` and ``keys, N workers``: explicit ``parents=`` keys (one GetItem each
+  instead of the Scan), ``workers=1`` and ``workers=N``.
+
+Each mode runs ``--repeat`` times, round-robin. The table shows the median wall time, parents per second, the
+ratio against ``scan, sequential`` and the requests the engine served. It shows read capacity twice: as the
+server reported it (``AuditReport.read_units``; moto reports a flat 1 unit per Query or Scan page and 0.5 per
+GetItem) and as the cost model (:mod:`pynamodb_counters.costs`) gives it for the sizes of the items written.
+Every run must find exactly the planted drift, or the benchmark fails with exit status 1.
+
+Stock moto answers each Query by sorting the whole table, which makes the engine's CPU, not the latency,
+dominate at this size. The engine process therefore serves table Queries from the partition
+(:func:`serve_queries_from_partition`); ``--stock-moto`` turns that off.
+
+Nothing reaches AWS: the models point at the local engine, and the benchmark sets dummy credentials.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import json
+import math
+import multiprocessing
+import os
+import platform
+import random
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from pynamodb_counters import CounterField, CounterMixin, counted_by, skip_counting
+from pynamodb_counters.costs import read_units
+from pynamodb_counters.reconcile import AuditReport, audit
+from pynamodb_counters.testing.server import ServedMoto
+
+Key = Tuple[str, str]
+
+REGION = "us-east-1"
+#: DynamoDB stops a Query or Scan page after 1 MB of items read.
+PAGE_BYTES = 1024 * 1024
+#: GetItems timed to measure the engine's round trip, with and without the latency.
+CALIBRATION_REQUESTS = 20
+
+
+class BenchmarkError(Exception):
+    """The audit did not find exactly the planted drift, or the engine misbehaved."""
+
+
+# -- the models: the README's Social table ---------------------------------------------------------------------
+class Post(CounterMixin, Model):
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = None  # pointed at the engine by point_models_at()
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    like_tally = CounterField()
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk == "META"  # the likes share the table: the Scan keeps only the posts
+
+
+class Like(CounterMixin, Model):
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = None
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "LIKE#USER#0007"
+    liked_at = NumberAttribute()
+    post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
+
+
+def use_dummy_credentials() -> None:
+    """Dummy credentials before any botocore client exists: nothing may reach AWS."""
+    os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+    os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+    os.environ["AWS_DEFAULT_REGION"] = REGION
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        os.environ.pop(name, None)
+
+
+def point_models_at(host: str, pool: int) -> None:
+    for model in (Post, Like):
+        meta: Any = model.Meta
+        meta.host = host
+        meta.max_pool_connections = pool  # the audit's threads share one connection pool per model
+        model._connection = None  # PynamoDB caches one connection per model
+
+
+def serve_queries_from_partition() -> Callable[[], None]:
+    """Make moto's table Query read only the queried partition, in this process; returns the undo.
+
+    Stock moto answers every Query by sorting *all* the table's items (``Table.all_items()``) and then keeping
+    those with the queried hash key: O(table) engine CPU per Query, about 0.5 s at 50,000 items, a hundred times
+    the latency this benchmark models. DynamoDB reads only the partition. This hands the same Query the
+    partition's items, sorted by range key as moto would, and leaves everything else (index queries, Scans,
+    tables without a range key) to moto.
+    """
+    from moto.dynamodb.models.table import Table
+
+    original_query, original_all_items = Table.query, Table.all_items
+    signature = inspect.signature(original_query)
+    state = threading.local()
+
+    def all_items(self: Any) -> Any:
+        partition = getattr(state, "partition", None)
+        return original_all_items(self) if partition is None else partition
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        hash_key = arguments.get("hash_key")
+        if arguments.get("index_name") or hash_key is None or not self.range_key_attr:
+            return original_query(self, *args, **kwargs)
+        state.partition = sorted(self.items.get(hash_key, {}).values(), key=lambda item: item.range_key)
+        try:
+            return original_query(self, *args, **kwargs)
+        finally:
+            state.partition = None
+
+    Table.query, Table.all_items = query, all_items
+
+    def undo() -> None:
+        Table.query, Table.all_items = original_query, original_all_items
+
+    return undo
+
+
+def set_latency(engine: ServedMoto, seconds: float) -> None:
+    """Change a started engine's per-request latency (from the next request on)."""
+    engine.latency = seconds
+
+
+class LocalEngine:
+    """A :class:`ServedMoto` in this process (its threads share the GIL with the audit's)."""
+
+    def __init__(self, partition_queries: bool) -> None:
+        self._partition_queries = partition_queries
+        self._undo: Optional[Callable[[], None]] = None
+        self._server: Optional[ServedMoto] = None
+        self.endpoint_url = ""
+
+    def __enter__(self) -> LocalEngine:
+        if self._partition_queries:
+            self._undo = serve_queries_from_partition()
+        self._server = ServedMoto(latency=0.0).start()
+        self.endpoint_url = self._server.endpoint_url
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._server is not None:
+            self._server.stop()
+        if self._undo is not None:
+            self._undo()
+
+    @property
+    def requests_served(self) -> int:
+        assert self._server is not None
+        return self._server.requests_served
+
+    def set_latency(self, seconds: float) -> None:
+        assert self._server is not None
+        set_latency(self._server, seconds)
+
+    def trim(self) -> None:
+        """Drop moto's references to every model instance it made, then collect garbage: no state changes.
+
+        moto tracks each instance of its models for its dashboard until a reset, including the copy of every item
+        each Scan page returns: without this, each Scan audit leaves a copy of the whole table behind, and the
+        garbage collector has more to walk on every later run.
+        """
+        from moto.core.model_instances import reset_model_data
+
+        reset_model_data()
+        gc.collect()
+
+
+def _serve_engine(connection: Any, partition_queries: bool) -> None:
+    """The child process of a :class:`ChildEngine`: a :class:`LocalEngine` answering the parent's commands."""
+    with LocalEngine(partition_queries) as engine:
+        connection.send(engine.endpoint_url)
+        while True:
+            try:
+                command, value = connection.recv()
+            except EOFError:
+                return  # the parent is gone
+            if command == "requests":
+                connection.send(engine.requests_served)
+            elif command == "latency":
+                engine.set_latency(value)
+                connection.send(value)
+            elif command == "trim":
+                engine.trim()
+                connection.send(None)
+            else:
+                connection.send(None)
+                return
+
+
+class ChildEngine:
+    """A :class:`ServedMoto` in a child process: on a machine with two cores or more the engine and the audit
+    each get a core, as DynamoDB and its client would, and the only serialisation left is the engine's."""
+
+    def __init__(self, partition_queries: bool) -> None:
+        self._partition_queries = partition_queries
+        self._process: Any = None
+        self._connection: Any = None
+        self.endpoint_url = ""
+
+    def __enter__(self) -> ChildEngine:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(target=_serve_engine, args=(child, self._partition_queries),
+                                        name="served-moto", daemon=True)
+        self._process.start()
+        child.close()
+        self.endpoint_url = self._receive()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._process is None:
+            return
+        try:
+            self._connection.send(("stop", None))
+            self._receive()
+        except BenchmarkError:
+            pass
+        self._process.join(timeout=10)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(timeout=5)
+        self._connection.close()
+
+    def _receive(self) -> Any:
+        if not self._connection.poll(60):
+            raise BenchmarkError("the engine process did not answer within 60 s")
+        try:
+            return self._connection.recv()
+        except EOFError as error:
+            raise BenchmarkError(f"the engine process died (exit code {self._process.exitcode})") from error
+
+    def _call(self, command: str, value: Any = None) -> Any:
+        self._connection.send((command, value))
+        return self._receive()
+
+    @property
+    def requests_served(self) -> int:
+        return int(self._call("requests"))
+
+    def set_latency(self, seconds: float) -> None:
+        self._call("latency", seconds)
+
+    def trim(self) -> None:
+        self._call("trim")
+
+
+Engine = Union[LocalEngine, ChildEngine]
+
+
+# -- seeding and sizes ----------------------------------------------------------------------------------------
+def value_bytes(value: Dict[str, Any]) -> int:
+    """A DynamoDB attribute value's size, by AWS's item-size rules."""
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(raw.encode("utf-8"))
+    if kind == "N":
+        digits = raw.lstrip("-+").split("e")[0].split("E")[0].replace(".", "").strip("0") or "0"
+        return math.ceil(len(digits) / 2) + 1
+    if kind == "B":
+        return len(raw) if isinstance(raw, (bytes, bytearray)) else len(raw) * 3 // 4
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(value_bytes({kind[0]: element}) for element in raw)
+    if kind == "L":
+        return 3 + sum(1 + value_bytes(element) for element in raw)
+    if kind == "M":
+        return 3 + sum(1 + len(name.encode("utf-8")) + value_bytes(element) for name, element in raw.items())
+    raise BenchmarkError(f"unknown attribute type {kind!r}")
+
+
+def item_bytes(item: Dict[str, Dict[str, Any]]) -> int:
+    """An item's size as DynamoDB meters it: attribute names plus values."""
+    return sum(len(name.encode("utf-8")) + value_bytes(value) for name, value in item.items())
+
+
+@dataclass
+class Sizes:
+    """The size of every item seeded, as written (its serialised attributes)."""
+
+    post_bytes: Dict[Key, int] = field(default_factory=dict)
+    children_bytes: Dict[Key, int] = field(default_factory=dict)  # the sum of each post's likes
+    like_bytes: List[int] = field(default_factory=list)
+
+    @property
+    def table_bytes(self) -> int:
+        return sum(self.post_bytes.values()) + sum(self.like_bytes)
+
+    def summary(self) -> Dict[str, Any]:
+        posts = list(self.post_bytes.values())
+        return {"posts": len(posts), "likes": len(self.like_bytes), "table_bytes": self.table_bytes,
+                "post_bytes_mean": round(statistics.mean(posts), 1), "post_bytes_max": max(posts),
+                "like_bytes_mean": round(statistics.mean(self.like_bytes), 1) if self.like_bytes else 0.0,
+                "like_bytes_max": max(self.like_bytes, default=0)}
+
+
+@dataclass
+class Seeded:
+    children: Dict[Key, int]
+    planted: Dict[Key, Tuple[Optional[int], int]]  # {key: (stored, actual)}, stored None: attribute missing
+    sizes: Sizes
+    seconds: float
+    requests: int
+
+
+def seed(engine: Engine, parents: int, max_children: int, drift: float, rng: random.Random) -> Seeded:
+    """``parents`` posts with 0 to ``max_children`` likes each and exact counters, except about ``drift`` of
+    them: counters too high, too low, non-zero without likes, or missing (a counter added to an old model).
+    Uncounted, batched writes: 25 items a request."""
+    started, before = time.perf_counter(), engine.requests_served
+    keys = [(f"POST#{n:05d}", "META") for n in range(parents)]
+    children = {key: rng.randint(0, max_children) for key in keys}
+    planted: Dict[Key, Tuple[Optional[int], int]] = {}
+    for index, key in enumerate(sorted(rng.sample(keys, round(parents * drift)))):
+        actual = children[key]
+        if index % 3 == 0:
+            planted[key] = (None, actual)
+        elif actual >= 2:
+            planted[key] = (actual + rng.choice([-2, -1, 1, 3]), actual)
+        else:
+            planted[key] = (actual + rng.choice([1, 4]), actual)
+    sizes = Sizes()
+    with skip_counting():
+        with Post.batch_write() as batch:
+            for key in keys:
+                stored = planted[key][0] if key in planted else children[key]
+                post = Post(pk=key[0], sk=key[1], like_tally=stored if stored is not None else 0)
+                batch.save(post)
+                attributes = post.serialize()
+                if stored is None:  # removed below
+                    del attributes[Post.like_tally.attr_name]
+                sizes.post_bytes[key] = item_bytes(attributes)
+        with Like.batch_write() as batch:
+            for key, count in children.items():
+                sizes.children_bytes[key] = 0
+                for user in range(count):
+                    like = Like(pk=key[0], sk=f"LIKE#USER#{user:04d}", liked_at=1764460800 + rng.randrange(86400))
+                    batch.save(like)
+                    size = item_bytes(like.serialize())
+                    sizes.like_bytes.append(size)
+                    sizes.children_bytes[key] += size
+    connection = Post._get_connection()
+    for (pk, sk), (stored, _) in planted.items():
+        if stored is None:
+            connection.update_item(pk, range_key=sk, actions=[Post.like_tally.remove()])
+    return Seeded(children, planted, sizes, time.perf_counter() - started, engine.requests_served - before)
+
+
+def measure_sizes() -> Sizes:
+    """Every item of the table as stored, sized (a raw consistent Scan: slow, 10 s at 50,000 items; a check)."""
+    connection = Post._get_connection()
+    sizes = Sizes()
+    start = None
+    while True:
+        page = connection.scan(consistent_read=True, exclusive_start_key=start)
+        for item in page.get("Items", []):
+            size, pk, sk = item_bytes(item), item["pk"]["S"], item["sk"]["S"]
+            if sk == "META":
+                sizes.post_bytes[(pk, sk)] = size
+            elif sk.startswith("LIKE#"):
+                sizes.like_bytes.append(size)
+                sizes.children_bytes[(pk, "META")] = sizes.children_bytes.get((pk, "META"), 0) + size
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return sizes
+
+
+def paged_read_units(total_bytes: float) -> float:
+    """RCU of a consistent Query or Scan reading ``total_bytes``: rounded up to 4 KB per 1 MB page."""
+    units, left = 0.0, total_bytes
+    while True:
+        page = min(left, PAGE_BYTES)
+        units += read_units(math.ceil(page))
+        left -= page
+        if left <= 0:
+            return units
+
+
+def model_read_units(sizes: Sizes, seeded: Seeded, *, segments: int = 1, by_keys: bool = False) -> float:
+    """What the cost model bills for one audit of these items.
+
+    Per parent, one consistent ``Select=COUNT`` Query of its likes; per drifted parent, one more GetItem (the
+    audit observes a mismatching parent again before reporting it). A Scan audit adds the Scan pages: every item
+    of the table is read, posts and likes alike, split evenly over the segments (page boundaries move the
+    figure by at most one unit per page). An audit of explicit keys adds one GetItem per parent instead.
+    """
+    units = sum(paged_read_units(sizes.children_bytes.get(key, 0)) for key in seeded.children)
+    units += sum(read_units(sizes.post_bytes[key]) for key in seeded.planted)
+    if by_keys:
+        units += sum(read_units(size) for size in sizes.post_bytes.values())
+    else:
+        units += segments * paged_read_units(sizes.table_bytes / segments)
+    return units
+
+
+# -- timing ---------------------------------------------------------------------------------------------------
+@dataclass
+class Mode:
+    name: str
+    kind: str  # "scan" or "keys"
+    threads: int
+    runs: List[float] = field(default_factory=list)
+    requests: List[int] = field(default_factory=list)
+    server_units: List[float] = field(default_factory=list)
+    estimated: bool = False
+    model_units: float = 0.0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+
+def verify(report: AuditReport, seeded: Seeded, mode: str) -> None:
+    """Fail loudly unless the audit checked every parent once and found exactly the planted drift."""
+    found = {drift.key: (drift.stored, drift.actual) for drift in report.drifts}
+    problems = []
+    if report.parents_checked != len(seeded.children):
+        problems.append(f"checked {report.parents_checked} parents, seeded {len(seeded.children)}")
+    if len(found) != len(report.drifts):
+        problems.append(f"{len(report.drifts) - len(found)} parents reported twice")
+    missed = {k: v for k, v in seeded.planted.items() if found.get(k) != v}
+    extra = {k: v for k, v in found.items() if k not in seeded.planted}
+    if missed:
+        problems.append(f"{len(missed)} planted drifts missed or wrong, e.g. {sorted(missed.items())[:3]}")
+    if extra:
+        problems.append(f"{len(extra)} drifts reported that were not planted, e.g. {sorted(extra.items())[:3]}")
+    if problems:
+        raise BenchmarkError(f"audit ({mode}) did not find exactly the planted drift: " + "; ".join(problems))
+
+
+def run_audit(engine: Engine, mode: Mode, keys: Sequence[Key]) -> Tuple[float, AuditReport, int]:
+    before = engine.requests_served
+    started = time.perf_counter()
+    if mode.kind == "scan":
+        report = audit(Post.like_tally, segments=mode.threads)
+    else:
+        report = audit(Post.like_tally, parents=keys, workers=mode.threads)
+    wall = time.perf_counter() - started
+    return wall, report, engine.requests_served - before
+
+
+def round_trip(samples: int = CALIBRATION_REQUESTS) -> float:
+    """Median seconds of one GetItem against the engine, as the client sees it."""
+    connection = Post._get_connection()
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        connection.get_item("POST#00000", range_key="META", consistent_read=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def count_versus_counter(sizes: Sizes, max_children: int) -> List[Dict[str, Any]]:
+    """RCU to read one post's like count: a counting Query of its likes against one GetItem of the counter."""
+    like = statistics.mean(sizes.like_bytes) if sizes.like_bytes else 0.0
+    post = max(sizes.post_bytes.values())
+    rows = []
+    for likes in sorted({max_children, 1000, 10000}):
+        rows.append({"likes": likes, "like_bytes": round(like, 1),
+                     "query_rcu": paged_read_units(likes * like),
+                     "query_rcu_at_200_bytes": paged_read_units(likes * 200),
+                     "query_requests": max(1, math.ceil(likes * like / PAGE_BYTES)),
+                     "getitem_rcu": read_units(post), "post_bytes": post})
+    return rows
+
+
+# -- output ---------------------------------------------------------------------------------------------------
+def say(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join("-" * w for w in widths)
+    out = [line, "  ".join(h.ljust(w) for h, w in zip(headers, widths)), line]
+    out += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    out.append(line)
+    return "\n".join(out)
+
+
+def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.audit",
+                                     description="audit() of many parents, parallel against sequential, on the "
+                                     "served moto engine with a fixed per-request latency.",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--parents", type=int, default=2000, help="posts to seed and audit")
+    parser.add_argument("--max-children", type=int, default=50, help="each post gets 0 to this many likes")
+    parser.add_argument("--latency", type=float, default=0.005,
+                        help="seconds of fixed delay per request while timing (none while seeding)")
+    parser.add_argument("--segments", type=int, default=8, help="Scan segments of the parallel Scan audit")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="threads of the parallel audit of explicit keys (default: %(default)s, as many "
+                        "as --segments)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per mode; the table shows the median")
+    parser.add_argument("--drift", type=float, default=0.05, help="fraction of counters seeded wrong")
+    parser.add_argument("--seed", type=int, default=7, help="random seed of the data")
+    parser.add_argument("--keys", action="store_true",
+                        help="also time audits of explicit parents= keys, sequential and with --workers threads "
+                        "(doubles the run: one GetItem per parent)")
+    parser.add_argument("--stock-moto", action="store_true",
+                        help="keep moto's own Query, which sorts the whole table on every call (O(table) engine "
+                        "CPU per parent: over an hour at the default size; use --parents 200 --max-children 5)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the engine in this process, as the test suite does (it then shares the GIL "
+                        "with the audit's threads)")
+    parser.add_argument("--check-sizes", action="store_true",
+                        help="read every item back (a Scan) and check its size against the item as written")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    options = parser.parse_args(argv)
+    if options.parents < 1 or options.max_children < 0 or options.latency < 0 or options.segments < 1:
+        parser.error("--parents and --segments are at least 1, --max-children and --latency at least 0")
+    if options.repeat < 1 or not 0 <= options.drift <= 1 or (options.workers is not None and options.workers < 1):
+        parser.error("--repeat and --workers are at least 1, --drift between 0 and 1")
+    if options.workers is None:
+        options.workers = options.segments
+    return options
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    options = parse(argv)
+    use_dummy_credentials()
+    total_started = time.perf_counter()
+    import moto
+    import pynamodb
+
+    engine_kind = ("in this process" if options.in_process else "in a child process") + (
+        ", stock moto Query" if options.stock_moto else ", Query served from the partition")
+    figures: Dict[str, Any] = {
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "moto": moto.__version__, "pynamodb": pynamodb.__version__},
+        "options": {k: v for k, v in vars(options).items() if k != "json"},
+        "engine": engine_kind,
+    }
+    say(f"audit benchmark: {options.parents} parents, 0 to {options.max_children} likes each, "
+        f"{options.latency * 1000:g} ms per request; engine {engine_kind}")
+    say(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, moto {moto.__version__}, "
+        f"PynamoDB {pynamodb.__version__}")
+    engine: Engine = (LocalEngine if options.in_process else ChildEngine)(not options.stock_moto)
+    with engine:
+        point_models_at(engine.endpoint_url, pool=max(10, options.segments, options.workers) + 2)
+        Post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+
+        seeded = seed(engine, options.parents, options.max_children, options.drift, random.Random(options.seed))
+        likes = sum(seeded.children.values())
+        say(f"seeded {options.parents} posts and {likes} likes ({len(seeded.planted)} counters drifted) in "
+            f"{seeded.seconds:.1f} s, {seeded.requests} requests, no latency")
+        sizes = seeded.sizes
+        summary = sizes.summary()
+        if options.check_sizes:
+            started = time.perf_counter()
+            stored = measure_sizes()
+            if (stored.post_bytes, stored.children_bytes) != (sizes.post_bytes, {k: v for k, v in
+                                                                               sizes.children_bytes.items() if v}):
+                raise BenchmarkError("the items as stored differ in size from the items as written")
+            say(f"checked the size of every stored item in {time.perf_counter() - started:.1f} s")
+        say(f"{summary['posts'] + summary['likes']} items, {summary['table_bytes']} bytes: a post "
+            f"{summary['post_bytes_mean']} B, a like {summary['like_bytes_mean']} B on average")
+
+        keys = sorted(seeded.children)
+        started = time.perf_counter()
+        audit(Post.like_tally, parents=keys[:100], workers=2)  # warm both paths up, outside the timing
+        audit(Post.like_tally, limit=100, segments=2)
+        bare = round_trip()
+        engine.set_latency(options.latency)
+        delayed = round_trip()
+        say(f"warm-up {time.perf_counter() - started:.1f} s; one GetItem round trip: {bare * 1000:.1f} ms "
+            f"without latency, {delayed * 1000:.1f} ms with")
+
+        modes = [Mode("scan, sequential", "scan", 1),
+                 Mode(f"scan, {options.segments} segments", "scan", options.segments)]
+        if options.keys:
+            modes += [Mode("keys, sequential", "keys", 1),
+                      Mode(f"keys, {options.workers} workers", "keys", options.workers)]
+        timed_started = time.perf_counter()
+        for repetition in range(options.repeat):
+            for mode in modes:  # round-robin: a slow patch of the machine hits every mode alike
+                engine.trim()
+                gc.collect()
+                wall, report, requests = run_audit(engine, mode, keys)
+                verify(report, seeded, mode.name)
+                mode.runs.append(wall)
+                mode.requests.append(requests)
+                mode.server_units.append(report.read_units)
+                mode.estimated = mode.estimated or report.read_units_estimated
+                say(f"  run {repetition + 1}/{options.repeat}, {mode.name}: {wall:.2f} s, {requests} requests, "
+                    f"found the {report.drifted} planted drifts")
+        timed_seconds = time.perf_counter() - timed_started
+        engine.set_latency(0.0)
+
+    baseline = modes[0].median
+    rows, records = [], []
+    for mode in modes:
+        mode.model_units = model_read_units(sizes, seeded, segments=mode.threads if mode.kind == "scan" else 1,
+                                            by_keys=mode.kind == "keys")
+        median_requests = statistics.median(mode.requests)
+        server_units = statistics.median(mode.server_units)
+        records.append({"mode": mode.name, "kind": mode.kind, "threads": mode.threads, "runs_s": mode.runs,
+                        "median_s": mode.median, "parents_per_s": options.parents / mode.median,
+                        "ratio_vs_scan_sequential": baseline / mode.median, "requests": median_requests,
+                        "rcu_server": server_units, "rcu_server_estimated_in_part": mode.estimated,
+                        "rcu_cost_model": mode.model_units})
+        rows.append([mode.name, f"{mode.median:.2f}", f"{options.parents / mode.median:.0f}",
+                     f"{baseline / mode.median:.2f}x", f"{median_requests:.0f}",
+                     f"{server_units:.0f}{'*' if mode.estimated else ''}", f"{mode.model_units:.0f}"])
+    say()
+    say(f"audit of {options.parents} parents ({likes} likes), {options.latency * 1000:g} ms per request, "
+        f"median of {options.repeat} runs:")
+    say(table(["mode", "wall s", "parents/s", "vs scan, sequential", "requests", "RCU server", "RCU model"], rows))
+    say("RCU server: AuditReport.read_units as moto reports it (a flat 1 per Query or Scan page, 0.5 per GetItem"
+        + ("; * partly the audit's own estimate" if any(m.estimated for m in modes) else "") + ").")
+    say("RCU model: pynamodb_counters.costs for the sizes of the items seeded.")
+
+    comparison = count_versus_counter(sizes, options.max_children)
+    say()
+    say("reading one post's like count, strongly consistent (cost model):")
+    say(table(["likes", "counting Query RCU", "at 200 B a like", "Query requests", "GetItem of the counter RCU"],
+              [[f"{r['likes']}", f"{r['query_rcu']:.0f}", f"{r['query_rcu_at_200_bytes']:.0f}",
+                f"{r['query_requests']}", f"{r['getitem_rcu']:.0f}"] for r in comparison]))
+    say(f"(likes of {comparison[0]['like_bytes']} B on average as seeded; posts of up to "
+        f"{comparison[0]['post_bytes']} B)")
+
+    total_seconds = time.perf_counter() - total_started
+    say()
+    say(f"seeding {seeded.seconds:.1f} s, timed runs {timed_seconds:.1f} s, whole benchmark {total_seconds:.1f} s")
+    figures.update({
+        "seeding": {"seconds": seeded.seconds, "requests": seeded.requests, "posts": options.parents,
+                    "likes": likes, "drifted": len(seeded.planted)},
+        "sizes": summary,
+        "round_trip_ms": {"without_latency": bare * 1000, "with_latency": delayed * 1000},
+        "modes": records,
+        "count_versus_counter": comparison,
+        "timed_seconds": timed_seconds,
+        "total_seconds": total_seconds,
+    })
+    if options.json:
+        with open(options.json, "w", encoding="utf-8") as out:
+            json.dump(figures, out, indent=2)
+            out.write("\n")
+        say(f"figures written to {options.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchmarkError as error:
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        sys.exit(1)
