@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--parent", action="append", metavar="KEY", dest="parents",
                              help='a parent key: a hash key, or a JSON list ["POST#a91f", "META"] (repeatable)')
         command.add_argument("--limit", type=int, help="audit at most N parents of a Scan")
-        command.add_argument("--segments", type=int, default=1, help="parallel Scan segments (default 1)")
+        command.add_argument("--segments", type=int, default=1,
+                             help="parallel Scan segments, or threads for --parent keys (default 1)")
         command.add_argument("--key-prefix", help="only parents whose hash key starts with this")
         command.add_argument("--endpoint-url", help="the DynamoDB endpoint (default: the models' Meta.host)")
         command.add_argument("--region", help="the AWS region (default: the models' Meta.region)")
@@ -112,7 +113,7 @@ def _reconcile(args: argparse.Namespace) -> int:
     parents = [_parse_key(raw) for raw in args.parents] if args.parents else None
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     report = audit(target, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
-                   segments=args.segments, progress=progress)
+                   segments=args.segments, workers=args.segments, progress=progress)
     if progress is not None:
         progress.close()
     if args.command == "audit":

@@ -59,7 +59,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     :param item_bytes: the item size the cost model assumes where the server reports no capacity.
     :param progress: called as ``progress(done, total)`` after each parent (``total`` is ``None`` for a Scan
       without ``limit``).
-    :raises ConfigurationError: a relation without ``prefix=`` or ``children=``, or bad options.
+    :raises ConfigurationError: a relation without ``prefix=`` or ``children=``, a Scan of a table shared with
+      other models when the parent model has neither a discriminator nor an ``audit_filter()``, or bad options.
     """
     auditor = _Auditor(target, item_bytes)
     if segments < 1 or workers < 1 or (limit is not None and limit < 0):
