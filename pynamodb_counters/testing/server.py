@@ -111,10 +111,14 @@ def _build_moto_app() -> WSGIApplication:
 
 
 def _quiet_handler() -> Type[WSGIRequestHandler]:
-    """Return moto's request handler, minus werkzeug's per-request log line."""
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    """Return moto's request handler (werkzeug's, on moto releases without one), minus werkzeug's per-request
+    log line. moto's handler only keeps S3 headers with underscores; DynamoDB needs nothing of it."""
+    try:
+        from moto.moto_server.werkzeug_app import MotoRequestHandler as Base
+    except ImportError:  # moto before 5.2 (the last releases for Python 3.9)
+        from werkzeug.serving import WSGIRequestHandler as Base
 
-    class _QuietHandler(MotoRequestHandler):  # type: ignore[misc]
+    class _QuietHandler(Base):  # type: ignore[misc]
         # Set here rather than letting werkzeug set it on moto's shared class.
         # (werkzeug answers ``Connection: close`` anyway: no keep-alive.)
         protocol_version = "HTTP/1.1"

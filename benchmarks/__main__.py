@@ -1,0 +1,80 @@
+"""
+Every benchmark of the write and read paths, in turn: ``python -m benchmarks``.
+
+::
+
+    python -m benchmarks                        # all five parts, about 5 minutes on 2 cores
+    python -m benchmarks --quick                # smaller runs, about 1 minute
+    python -m benchmarks --only bulk reads      # some parts
+    python -m benchmarks --json figures.json    # also write every figure as JSON
+
+The parts (each also runs alone, ``python -m benchmarks.NAME --help``):
+
+* ``overhead``: CPU of a counted ``save()`` against the same transaction by hand (canned responses);
+* ``roundtrips``: requests per counted write (1 and 2 relations) and per 1,000 children in bulk;
+* ``bulk``: 10,000 likes across 100 posts with ``bulk_save()`` against one transaction per like;
+* ``reads``: a stored counter (GetItem; 16 shards by BatchGetItem) against a counting Query;
+* ``hotparent``: a hot post, simulated: likes per second, unsharded and sharded.
+
+The audit benchmark (``python -m benchmarks.audit``) runs on its own: it takes about 5 minutes more.
+A part that fails its own checks is reported, the others still run, and the exit status is 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Sequence
+
+from benchmarks import bulk, hotparent, overhead, reads, roundtrips
+from benchmarks._shared import BenchmarkError, machine, now, say, table, use_dummy_credentials, write_json
+
+PARTS: Dict[str, ModuleType] = {"overhead": overhead, "roundtrips": roundtrips, "bulk": bulk, "reads": reads,
+                                "hotparent": hotparent}
+
+
+def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description="Run the write and read benchmarks in turn, each with its "
+                                     "defaults (or --quick). Each part runs alone too: python -m benchmarks.NAME.")
+    parser.add_argument("--quick", action="store_true", help="smaller runs of every part")
+    parser.add_argument("--only", nargs="+", choices=list(PARTS), metavar="NAME",
+                        help=f"run only these parts ({', '.join(PARTS)})")
+    parser.add_argument("--json", metavar="PATH", help="also write every part's figures as JSON to PATH")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    options = parse(argv)
+    use_dummy_credentials()
+    names = [name for name in PARTS if not options.only or name in options.only]
+    figures: Dict[str, Any] = {"generated_at": now(), "machine": machine(),
+                               "command": "python -m benchmarks " + " ".join(argv if argv is not None
+                                                                             else sys.argv[1:]),
+                               "parts": {}, "seconds": {}, "failed": {}}
+    started_all = time.perf_counter()
+    for name in names:
+        module = PARTS[name]
+        part_options = module.parser().parse_args(["--quick"] if options.quick else [])
+        say(f"\n=== {name} " + "=" * (100 - len(name)))
+        started = time.perf_counter()
+        try:
+            figures["parts"].update(module.run(part_options))
+        except BenchmarkError as error:
+            figures["failed"][name] = str(error)
+            print(f"benchmark {name} failed: {error}", file=sys.stderr, flush=True)
+        figures["seconds"][name] = time.perf_counter() - started
+    figures["seconds"]["total"] = time.perf_counter() - started_all
+    say("\n=== summary " + "=" * 93)
+    rows: List[List[str]] = [[name, "FAILED" if name in figures["failed"] else "ok", f"{figures['seconds'][name]:.1f}"]
+                             for name in names]
+    rows.append(["total", "", f"{figures['seconds']['total']:.1f}"])
+    say(table(["part", "checks", "seconds"], rows, align="llr"))
+    if options.json:
+        write_json(options.json, figures)
+    return 1 if figures["failed"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""
+The models the write and read benchmarks use: the README's ``Social`` table, a ``Users`` table in which a
+bookmark is counted too (as ``Bookmark`` in ``tests/models.py``), and the stand-in for counter shards.
+
+Each benchmark points them at its own engine (:func:`benchmarks._shared.point_models_at`); until then they
+point nowhere useful, and the benchmarks set dummy credentials, so nothing reaches AWS.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+REGION = "us-east-1"
+NOWHERE = "http://127.0.0.1:9"  # the discard port: replaced before any request
+
+
+class Post(CounterMixin, Model):
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    like_tally = CounterField()
+    bookmark_count = CounterField()
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk == "META"
+
+
+class User(CounterMixin, Model):
+    """A parent in another table, with a hash key only."""
+
+    class Meta:
+        table_name = "Users"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    user_id = UnicodeAttribute(hash_key=True)  # "USER#0007"
+    bookmarks = CounterField()
+
+
+class Like(CounterMixin, Model):
+    """Counted once: in its post's ``like_tally``. Lives in the post's partition."""
+
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "LIKE#USER#0007"
+    liked_at = NumberAttribute()
+    post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
+
+
+class Bookmark(CounterMixin, Model):
+    """Counted twice: in its post (``Social``) and in its user (``Users``): one transaction, three actions."""
+
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "BOOKMARK#USER#0007"
+    user_id = UnicodeAttribute()
+    post = counted_by(Post.bookmark_count, key=lambda b: (b.pk, "META"), prefix="BOOKMARK#")
+    owner = counted_by(User.bookmarks, key=lambda b: b.user_id)
+
+
+class CounterShard(Model):
+    """One shard of a sharded like counter, as a plain item: ``pk = "POST#00042#SHARD#07"``, ``sk = "COUNTER"``.
+
+    Sharded counters are not in the library yet; the read benchmark models one as 16 such items on distinct
+    partition keys, read with one BatchGetItem and summed.
+    """
+
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    like_tally = NumberAttribute(default=0)
+
+
+ALL_MODELS: List[Any] = [Post, User, Like, Bookmark, CounterShard]
