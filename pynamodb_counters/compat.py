@@ -31,11 +31,17 @@ PYNAMODB_MAJOR = int(pynamodb.__version__.split(".")[0])
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray)}
 
 
+_KEY_ATTRIBUTES: Dict[type, List[Attribute[Any]]] = {}
+
+
 def key_attributes(model: Type[Model]) -> List[Attribute[Any]]:
-    """The model's hash key attribute, then its range key attribute if it has one."""
-    attributes = model.get_attributes()
-    names = [name for name in (model._hash_keyname, model._range_keyname) if name]
-    return [attributes[name] for name in names]
+    """The model's hash key attribute, then its range key attribute if it has one (cached per model)."""
+    found = _KEY_ATTRIBUTES.get(model)
+    if found is None:
+        attributes = model.get_attributes()
+        names = [name for name in (model._hash_keyname, model._range_keyname) if name]
+        found = _KEY_ATTRIBUTES[model] = [attributes[name] for name in names]
+    return found
 
 
 def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:

@@ -154,7 +154,7 @@ class Relation:
         except Exception as error:  # a user function: any failure means the child cannot name its parent
             raise ParentKeyError(f"{self}: the key function failed on {type(child).__name__} {_describe(child)}: "
                                  f"{error!r}; does the child have the attributes the key needs?", error) from error
-        return normalize_key(self.parent_model, raw, f"{self}: the key function")
+        return normalize_key(self.parent_model, raw, _KeyFunctionOf(self))
 
     def changes(self, child: Model, sign: int) -> List[CounterChange]:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
@@ -228,8 +228,9 @@ def counters_of(model: type) -> Dict[str, CounterField]:
     return {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
 
 
-def normalize_key(model: type, raw: Any, where: str) -> ParentKey:
-    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``.
+def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
+    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
+    source in errors (formatted only then).
 
     :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
     """
@@ -250,6 +251,18 @@ def _describe(child: Any) -> str:
         return repr(child._get_keys())
     except Exception:
         return "(key unreadable)"
+
+
+class _KeyFunctionOf:
+    """Names a relation's key function in errors, formatting the relation only when an error needs it."""
+
+    __slots__ = ("relation",)
+
+    def __init__(self, relation: Relation) -> None:
+        self.relation = relation
+
+    def __str__(self) -> str:
+        return f"{self.relation}: the key function"
 
 
 class _Recorder:

@@ -86,6 +86,8 @@ counter_repaired = _signals.signal("counter-repaired", doc="""\
 
 def send_safely(signal: NamedSignal, sender: Any, **kwargs: Any) -> None:
     """Call each receiver of ``signal`` for ``sender``, logging and swallowing what a receiver raises."""
+    if not signal.receivers:
+        return
     for receiver in signal.receivers_for(sender):
         try:
             receiver(sender, **kwargs)

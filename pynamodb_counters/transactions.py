@@ -31,7 +31,7 @@ from .exceptions import CountingBypassError, InvalidTransactionError, Transactio
 from .outcomes import commit_plan
 from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
-from .results import WriteResult
+from .results import CounterChange, WriteResult
 from .retries import RetryPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +55,7 @@ class _Pending:
     actions: List[Action] = field(default_factory=list)
     add_version_condition: bool = True
     parent_save: bool = False
+    changes: Tuple[CounterChange, ...] = ()  # a counted child's, computed once by the planner
 
 
 class CountedTransaction:
@@ -158,11 +159,11 @@ class CountedTransaction:
             if op.kind in ("counted_put", "counted_delete"):
                 assert op.instance is not None
                 sign = 1 if op.kind == "counted_put" else -1
-                for relation in relations_of(op.model):
-                    for change in relation.changes(op.instance, sign):
-                        where = item_id(change.parent, change.key)
-                        slot = parents.setdefault(where, Slot("parent", change.parent, change.key))
-                        slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
+                op.changes = tuple(c for r in relations_of(op.model) for c in r.changes(op.instance, sign))
+                for change in op.changes:
+                    where = item_id(change.parent, change.key)
+                    slot = parents.setdefault(where, Slot("parent", change.parent, change.key))
+                    slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
 
         for op in self._pending:
             where = item_id(op.model, op.key)
@@ -177,7 +178,7 @@ class CountedTransaction:
             entries.append((where,) + _child_or_other(op, self.token))
 
         for where, slot in parents.items():
-            action, request = _parent_request(slot, merged.get(where))
+            action, request = _parent_request(slot, merged.get(where), where)
             entries.append((where, action, request, slot))
 
         seen = set()
@@ -301,8 +302,7 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         if op.kind == "put":
             return "Put", request, Slot("other", model, op.key, instance)
         request["Item"][WRITE_ID] = {"S": token}
-        changes = tuple(c for r in relations_of(model) for c in r.changes(instance, 1))
-        return "Put", request, Slot("put", model, op.key, instance, changes=changes)
+        return "Put", request, Slot("put", model, op.key, instance, changes=op.changes)
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":
@@ -313,8 +313,7 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
                                                            add_version_condition=op.add_version_condition)
         if op.kind == "delete":
             return "Delete", request, Slot("other", model, op.key, instance)
-        changes = tuple(c for r in relations_of(model) for c in r.changes(instance, -1))
-        return "Delete", request, Slot("delete", model, op.key, instance, changes=changes)
+        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes)
     if op.kind == "update":
         assert instance is not None
         request = instance.get_update_kwargs_from_instance(list(op.actions), condition=condition,
@@ -326,7 +325,7 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
     return "ConditionCheck", request, Slot("other", model, op.key)
 
 
-def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[str, Any]]:
+def _parent_request(slot: Slot, merged: Optional[_Pending], where: ItemId) -> Tuple[str, Dict[str, Any]]:
     model = slot.model
     attributes = model.get_attributes()
     condition = key_attributes(model)[0].exists()
@@ -348,11 +347,15 @@ def _parent_request(slot: Slot, merged: Optional[_Pending]) -> Tuple[str, Dict[s
             if version is not None:
                 condition &= version
         actions = extra + actions
-    return "Update", _key_request(model, slot.key, condition=condition, actions=actions)
+    return "Update", _serialized_key_request(model, where[1], where[2], condition=condition, actions=actions)
 
 
 def _key_request(model: Type[Model], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
     hash_key, range_key = serialize_key(model, key)
+    return _serialized_key_request(model, hash_key, range_key, **kwargs)
+
+
+def _serialized_key_request(model: Type[Model], hash_key: Any, range_key: Any, **kwargs: Any) -> Dict[str, Any]:
     request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
         hash_key, range_key=range_key, key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
     return request
