@@ -25,8 +25,10 @@ from .connection import send
 from .exceptions import (
     CountedWriteError,
     CounterError,
+    CounterUnderflowError,
     CountingBypassError,
     InvalidTransactionError,
+    MissingChildError,
     RetriesExhaustedError,
     TransactionError,
 )
@@ -214,16 +216,23 @@ def _write_chunk(chunk: List[Operation], retry: Optional[RetryPolicy]
 
 def _blame(pending: List[Operation], refused: List[Tuple[Slot, CounterError]]) -> Dict[int, CounterError]:
     """Which pending children each refusal is about: a child's own action, or every child counted into a refused
-    parent."""
+    parent. A parent's failed floor is not blamed on its other children when one of its children was found
+    missing in the same round: that child's decrement, never to be applied, may be all that failed the floor (the
+    rest are sent again, and a real underflow shows again then)."""
+    def counted_into(slot: Slot, operation: str, child: Model) -> bool:
+        sign = 1 if operation == "save" else -1
+        return any(c.parent is slot.model and c.key == slot.key
+                   for r in relations_of(type(child)) for c in r.changes(child, sign))
+
     blamed: Dict[int, CounterError] = {}
     for slot, error in refused:
-        for n, operation, child in pending:
-            if slot.kind in ("put", "delete"):
-                hit = slot.instance is child
-            else:
-                sign = 1 if operation == "save" else -1
-                hit = any(c.parent is slot.model and c.key == slot.key
-                          for r in relations_of(type(child)) for c in r.changes(child, sign))
-            if hit:
-                blamed.setdefault(n, error)
+        if slot.kind in ("put", "delete"):
+            blamed.update({n: error for n, _, child in pending if slot.instance is child and n not in blamed})
+    missing = [entry for entry in pending if isinstance(blamed.get(entry[0]), MissingChildError)]
+    for slot, error in refused:
+        if slot.kind in ("put", "delete"):
+            continue
+        if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op, c) for _, op, c in missing):
+            continue
+        blamed.update({n: error for n, op, child in pending if n not in blamed and counted_into(slot, op, child)})
     return blamed

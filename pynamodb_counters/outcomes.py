@@ -45,6 +45,13 @@ def commit_plan(plan: Plan, policy: Optional[RetryPolicy], return_consumed_capac
     return finish(plan, sent)
 
 
+def _proven(plan: Plan, sent: Sent) -> bool:
+    """Whether a recovered write was recognised by its write id, rather than taken from deletes finding their
+    children gone."""
+    reasons = sent.cancellation_reasons or []
+    return any(_own_write(plan, slot, reason) for slot, reason in zip(plan.slots, reasons))
+
+
 def finish(plan: Plan, sent: Sent) -> WriteResult:
     """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed``."""
     result = WriteResult(
@@ -53,6 +60,7 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
         consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
         attempts=sent.attempts,
         recovered=sent.response is None,
+        uncertain=sent.response is None and not _proven(plan, sent),
     )
     for item, slot in zip(plan.items, plan.slots):
         if "Put" in item and slot.instance is not None:

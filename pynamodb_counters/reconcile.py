@@ -316,7 +316,9 @@ class _Auditor:
                 self.model._get_connection().update_item(hash_key, range_key=range_key,
                                                          actions=[change, SEQUENCE.add(1)], condition=condition)
             except UpdateError as error:
-                if error.cause_response_code != "ConditionalCheckFailedException":
+                # a failed condition, or a conflict with a transaction writing the parent right now: recount
+                if error.cause_response_code not in ("ConditionalCheckFailedException",
+                                                     "TransactionConflictException"):
                     raise TransactionError(f"DynamoDB rejected the repair of {drift.key!r}: {error}",
                                            error) from error
                 seen = self.observe(drift.key)

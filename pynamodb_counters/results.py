@@ -40,6 +40,10 @@ class WriteResult:
     :ivar attempts: how many requests it took.
     :ivar recovered: ``True`` when an attempt's response was lost after the server committed and a later attempt
       recognised the committed write (nothing was counted twice).
+    :ivar uncertain: ``True`` when the write was taken as recovered without proof: after an attempt whose response
+      was lost, every child it deletes was found gone. They are gone and the counters are exact either way, but
+      this write may not be what removed them (the lost attempt may not have committed, and the children may never
+      have existed), so its ``changes`` may not have happened.
     :ivar duplicate: ``True`` when ``save(ignore_duplicate=True)`` found the child already stored (nothing changed).
     :ivar missing: ``True`` when ``delete(ignore_missing=True)`` found no child to delete (nothing changed).
     """
@@ -49,6 +53,7 @@ class WriteResult:
     consumed_capacity: Tuple[Mapping[str, Any], ...] = ()
     attempts: int = 1
     recovered: bool = False
+    uncertain: bool = False
     duplicate: bool = False
     missing: bool = False
 

@@ -130,3 +130,13 @@ def test_a_drifted_parent_rejects_only_its_own_children() -> None:
         "CounterUnderflowError"
     assert children("POST#a") == 1 and tally("POST#b") == children("POST#b") == 0
     assert DuplicateChildError and ParentNotFoundError  # imported for the type names above
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_missing_child_does_not_get_its_siblings_rejected_for_underflow() -> None:
+    post("POST#a")
+    like(0, "POST#a").save()  # an exact counter of 1
+    result = bulk_delete([like(0, "POST#a"), like(1, "POST#a")])  # the second never existed
+    assert [(o.instance.sk, o.status, type(o.error).__name__) for o in result.outcomes] == [
+        ("LIKE#USER#0", "removed", "NoneType"), ("LIKE#USER#1", "rejected", "MissingChildError")]
+    assert tally("POST#a") == children("POST#a") == 0

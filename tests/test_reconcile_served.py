@@ -68,3 +68,24 @@ def test_repair_under_four_threads_of_likes_and_unlikes(served: ServedMoto) -> N
         children = Like.count(pk, Like.sk.startswith("LIKE#"), consistent_read=True)
         assert Post.get(pk, sk, consistent_read=True).like_tally == children
     assert audit(Post.like_tally).drifts == ()
+
+
+def test_a_repair_conflicting_with_a_transaction_recounts(served: ServedMoto) -> None:
+    from tests import faults
+    from tests.conftest import point_models_at
+    from tests.faults import FaultProxy
+
+    Post(pk="POST#c", sk="META").save()
+    with skip_counting():
+        Like(pk="POST#c", sk="LIKE#USER#1", liked_at=1).save()
+    [drift] = audit(Post.like_tally).drifts
+    with FaultProxy(served.endpoint_url) as proxy:
+        point_models_at(proxy.endpoint_url)
+        try:
+            proxy.inject(faults.answer(400, "TransactionConflictException", "Transaction is ongoing for the item"),
+                         target="UpdateItem")
+            [result] = repair([drift]).repairs
+        finally:
+            point_models_at(served.endpoint_url)
+    assert result.status == "repaired" and result.attempts == 2
+    assert Post.get("POST#c", "META", consistent_read=True).like_tally == 1

@@ -111,11 +111,13 @@ def test_lost_responses_never_count_twice_nor_report_a_false_duplicate(proxy: Fa
             signals.missing_rejected.connected_to(events.receiver("missing")):
         result = like("7c20").save(retry=FAST)
         assert result.recovered and result.attempts == 6
+        assert not result.uncertain  # proven: the stored like carries this write's id
         assert counted_state() == {"tally": 1, "items": 1}
 
         proxy.inject(faults.LOSE_RESPONSE, times=5)
         result = like("7c20").delete(retry=FAST)
         assert result.recovered and result.attempts == 6
+        assert result.uncertain  # a deleted child leaves no proof: the like is gone either way
         assert counted_state() == {"tally": 0, "items": 0}
     assert proxy.injected["LOSE_RESPONSE"] == 10
     assert events.counts == {}
