@@ -85,3 +85,16 @@ def test_an_empty_transaction_is_refused() -> None:
 
     with pytest.raises(InvalidTransactionError, match="empty"):
         CountedTransaction().commit()
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_an_item_over_400_kb_is_refused_and_nothing_is_written() -> None:
+    from tests.models import Comment
+
+    post()
+    before = snapshot()
+    with pytest.raises(TransactionError) as caught:
+        Comment(pk="POST#a91f", sk="COMMENT#big", text="x" * 410_000).save()
+    assert caught.value.cause_response_code == "ValidationException"
+    assert "size" in str(caught.value).lower()
+    assert snapshot() == before
