@@ -34,28 +34,32 @@ from __future__ import annotations
 
 import argparse
 import gc
-import inspect
 import json
 import math
-import multiprocessing
 import os
 import platform
 import random
 import statistics
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
+from benchmarks._shared import (
+    BenchmarkError,
+    ChildEngine,
+    LocalEngine,
+    item_bytes,
+    say,
+    use_dummy_credentials,
+)
 from pynamodb_counters import CounterField, CounterMixin, counted_by, skip_counting
 from pynamodb_counters.costs import read_units
 from pynamodb_counters.reconcile import AuditReport, audit
-from pynamodb_counters.testing.server import ServedMoto
 
 Key = Tuple[str, str]
 
@@ -66,8 +70,6 @@ PAGE_BYTES = 1024 * 1024
 CALIBRATION_REQUESTS = 20
 
 
-class BenchmarkError(Exception):
-    """The audit did not find exactly the planted drift, or the engine misbehaved."""
 
 
 # -- the models: the README's Social table ---------------------------------------------------------------------
@@ -98,13 +100,6 @@ class Like(CounterMixin, Model):
     post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
 
 
-def use_dummy_credentials() -> None:
-    """Dummy credentials before any botocore client exists: nothing may reach AWS."""
-    os.environ["AWS_ACCESS_KEY_ID"] = "testing"
-    os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
-    os.environ["AWS_DEFAULT_REGION"] = REGION
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-        os.environ.pop(name, None)
 
 
 def point_models_at(host: str, pool: int) -> None:
@@ -115,200 +110,22 @@ def point_models_at(host: str, pool: int) -> None:
         model._connection = None  # PynamoDB caches one connection per model
 
 
-def serve_queries_from_partition() -> Callable[[], None]:
-    """Make moto's table Query read only the queried partition, in this process; returns the undo.
-
-    Stock moto answers every Query by sorting *all* the table's items (``Table.all_items()``) and then keeping
-    those with the queried hash key: O(table) engine CPU per Query, about 0.5 s at 50,000 items, a hundred times
-    the latency this benchmark models. DynamoDB reads only the partition. This hands the same Query the
-    partition's items, sorted by range key as moto would, and leaves everything else (index queries, Scans,
-    tables without a range key) to moto.
-    """
-    from moto.dynamodb.models.table import Table
-
-    original_query, original_all_items = Table.query, Table.all_items
-    signature = inspect.signature(original_query)
-    state = threading.local()
-
-    def all_items(self: Any) -> Any:
-        partition = getattr(state, "partition", None)
-        return original_all_items(self) if partition is None else partition
-
-    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
-        arguments = signature.bind(self, *args, **kwargs).arguments
-        hash_key = arguments.get("hash_key")
-        if arguments.get("index_name") or hash_key is None or not self.range_key_attr:
-            return original_query(self, *args, **kwargs)
-        state.partition = sorted(self.items.get(hash_key, {}).values(), key=lambda item: item.range_key)
-        try:
-            return original_query(self, *args, **kwargs)
-        finally:
-            state.partition = None
-
-    Table.query, Table.all_items = query, all_items
-
-    def undo() -> None:
-        Table.query, Table.all_items = original_query, original_all_items
-
-    return undo
 
 
-def set_latency(engine: ServedMoto, seconds: float) -> None:
-    """Change a started engine's per-request latency (from the next request on)."""
-    engine.latency = seconds
 
 
-class LocalEngine:
-    """A :class:`ServedMoto` in this process (its threads share the GIL with the audit's)."""
-
-    def __init__(self, partition_queries: bool) -> None:
-        self._partition_queries = partition_queries
-        self._undo: Optional[Callable[[], None]] = None
-        self._server: Optional[ServedMoto] = None
-        self.endpoint_url = ""
-
-    def __enter__(self) -> LocalEngine:
-        if self._partition_queries:
-            self._undo = serve_queries_from_partition()
-        self._server = ServedMoto(latency=0.0).start()
-        self.endpoint_url = self._server.endpoint_url
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._server is not None:
-            self._server.stop()
-        if self._undo is not None:
-            self._undo()
-
-    @property
-    def requests_served(self) -> int:
-        assert self._server is not None
-        return self._server.requests_served
-
-    def set_latency(self, seconds: float) -> None:
-        assert self._server is not None
-        set_latency(self._server, seconds)
-
-    def trim(self) -> None:
-        """Drop moto's references to every model instance it made, then collect garbage: no state changes.
-
-        moto tracks each instance of its models for its dashboard until a reset, including the copy of every item
-        each Scan page returns: without this, each Scan audit leaves a copy of the whole table behind, and the
-        garbage collector has more to walk on every later run.
-        """
-        from moto.core.model_instances import reset_model_data
-
-        reset_model_data()
-        gc.collect()
 
 
-def _serve_engine(connection: Any, partition_queries: bool) -> None:
-    """The child process of a :class:`ChildEngine`: a :class:`LocalEngine` answering the parent's commands."""
-    with LocalEngine(partition_queries) as engine:
-        connection.send(engine.endpoint_url)
-        while True:
-            try:
-                command, value = connection.recv()
-            except EOFError:
-                return  # the parent is gone
-            if command == "requests":
-                connection.send(engine.requests_served)
-            elif command == "latency":
-                engine.set_latency(value)
-                connection.send(value)
-            elif command == "trim":
-                engine.trim()
-                connection.send(None)
-            else:
-                connection.send(None)
-                return
 
 
-class ChildEngine:
-    """A :class:`ServedMoto` in a child process: on a machine with two cores or more the engine and the audit
-    each get a core, as DynamoDB and its client would, and the only serialisation left is the engine's."""
-
-    def __init__(self, partition_queries: bool) -> None:
-        self._partition_queries = partition_queries
-        self._process: Any = None
-        self._connection: Any = None
-        self.endpoint_url = ""
-
-    def __enter__(self) -> ChildEngine:
-        context = multiprocessing.get_context("spawn")
-        self._connection, child = context.Pipe()
-        self._process = context.Process(target=_serve_engine, args=(child, self._partition_queries),
-                                        name="served-moto", daemon=True)
-        self._process.start()
-        child.close()
-        self.endpoint_url = self._receive()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._process is None:
-            return
-        try:
-            self._connection.send(("stop", None))
-            self._receive()
-        except BenchmarkError:
-            pass
-        self._process.join(timeout=10)
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(timeout=5)
-        self._connection.close()
-
-    def _receive(self) -> Any:
-        if not self._connection.poll(60):
-            raise BenchmarkError("the engine process did not answer within 60 s")
-        try:
-            return self._connection.recv()
-        except EOFError as error:
-            raise BenchmarkError(f"the engine process died (exit code {self._process.exitcode})") from error
-
-    def _call(self, command: str, value: Any = None) -> Any:
-        self._connection.send((command, value))
-        return self._receive()
-
-    @property
-    def requests_served(self) -> int:
-        return int(self._call("requests"))
-
-    def set_latency(self, seconds: float) -> None:
-        self._call("latency", seconds)
-
-    def trim(self) -> None:
-        self._call("trim")
 
 
 Engine = Union[LocalEngine, ChildEngine]
 
 
 # -- seeding and sizes ----------------------------------------------------------------------------------------
-def value_bytes(value: Dict[str, Any]) -> int:
-    """A DynamoDB attribute value's size, by AWS's item-size rules."""
-    ((kind, raw),) = value.items()
-    if kind == "S":
-        return len(raw.encode("utf-8"))
-    if kind == "N":
-        digits = raw.lstrip("-+").split("e")[0].split("E")[0].replace(".", "").strip("0") or "0"
-        return math.ceil(len(digits) / 2) + 1
-    if kind == "B":
-        return len(raw) if isinstance(raw, (bytes, bytearray)) else len(raw) * 3 // 4
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind in ("SS", "NS", "BS"):
-        return sum(value_bytes({kind[0]: element}) for element in raw)
-    if kind == "L":
-        return 3 + sum(1 + value_bytes(element) for element in raw)
-    if kind == "M":
-        return 3 + sum(1 + len(name.encode("utf-8")) + value_bytes(element) for name, element in raw.items())
-    raise BenchmarkError(f"unknown attribute type {kind!r}")
 
 
-def item_bytes(item: Dict[str, Dict[str, Any]]) -> int:
-    """An item's size as DynamoDB meters it: attribute names plus values."""
-    return sum(len(name.encode("utf-8")) + value_bytes(value) for name, value in item.items())
 
 
 @dataclass
@@ -502,8 +319,6 @@ def count_versus_counter(sizes: Sizes, max_children: int) -> List[Dict[str, Any]
 
 
 # -- output ---------------------------------------------------------------------------------------------------
-def say(message: str = "") -> None:
-    print(message, flush=True)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -573,7 +388,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{options.latency * 1000:g} ms per request; engine {engine_kind}")
     say(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, moto {moto.__version__}, "
         f"PynamoDB {pynamodb.__version__}")
-    engine: Engine = (LocalEngine if options.in_process else ChildEngine)(not options.stock_moto)
+    partition_queries = not options.stock_moto
+    engine: Engine = (LocalEngine(partition_queries) if options.in_process
+                      else ChildEngine(partition_queries=partition_queries, item_backups=False))
     with engine:
         point_models_at(engine.endpoint_url, pool=max(10, options.segments, options.workers) + 2)
         Post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
