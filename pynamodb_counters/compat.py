@@ -11,7 +11,6 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 import botocore.config
-import pynamodb
 from pynamodb.attributes import DiscriminatorAttribute
 from pynamodb.constants import BINARY, NUMBER, STRING
 
@@ -23,10 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["PYNAMODB_MAJOR", "discriminator_of", "key_attributes", "serialize_key", "transact_client",
+__all__ = ["discriminator_of", "key_attributes", "serialize_key", "transact_client",
            "version_condition"]
-
-PYNAMODB_MAJOR = int(pynamodb.__version__.split(".")[0])
 
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray)}
 
