@@ -70,8 +70,6 @@ PAGE_BYTES = 1024 * 1024
 CALIBRATION_REQUESTS = 20
 
 
-
-
 # -- the models: the README's Social table ---------------------------------------------------------------------
 class Post(CounterMixin, Model):
     class Meta:
@@ -100,8 +98,6 @@ class Like(CounterMixin, Model):
     post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
 
 
-
-
 def point_models_at(host: str, pool: int) -> None:
     for model in (Post, Like):
         meta: Any = model.Meta
@@ -110,22 +106,10 @@ def point_models_at(host: str, pool: int) -> None:
         model._connection = None  # PynamoDB caches one connection per model
 
 
-
-
-
-
-
-
-
-
-
-
 Engine = Union[LocalEngine, ChildEngine]
 
 
 # -- seeding and sizes ----------------------------------------------------------------------------------------
-
-
 
 
 @dataclass
