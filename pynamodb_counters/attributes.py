@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Optional, Type
+from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import NUMBER
@@ -44,16 +44,29 @@ class CounterField(Attribute[int]):
     a parent's ``save()`` never overwrites it, ``update()`` refuses actions on it, and
     :func:`pynamodb_counters.set_counter` is the explicit path for repairs.
 
+    **Sharded** (``CounterField(shards=16)``), the counter is spread over 16 items with different partition keys
+    (:mod:`pynamodb_counters.shards`), for parents too hot for one partition. Then ``post.like_tally`` is only the
+    parent item's own share (shard 0); read the total with :meth:`total` (one BatchGetItem).
+
     :param attr_name: the attribute name in DynamoDB, if it differs from the Python name.
+    :param shards: how many items hold the counter, from 1 (the default: the parent item alone) to
+      :data:`~pynamodb_counters.shards.MAX_SHARDS`.
+    :raises ConfigurationError: ``shards`` is not a whole number in that range.
     """
 
     attr_type = NUMBER
     null = False
 
-    def __init__(self, attr_name: Optional[str] = None) -> None:
+    def __init__(self, attr_name: Optional[str] = None, *, shards: int = 1) -> None:
+        from .shards import MAX_SHARDS
+
+        if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+            raise ConfigurationError(f"CounterField(shards={shards!r}): shards is a whole number from 1 (unsharded) "
+                                     f"to {MAX_SHARDS}")
         super().__init__(default=0, attr_name=attr_name)
         self.model: Optional[Type[Any]] = None
         self.name: Optional[str] = None
+        self.shards = shards
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         super().__set_name__(owner, name)
@@ -86,6 +99,25 @@ class CounterField(Attribute[int]):
         count = int(json.loads(value))
         _loading.last = (self, count)
         return count
+
+    def total(self, parent: Any, *, consistent_read: bool = False) -> int:
+        """Read this counter's total for one parent (a model instance, a hash key value or a ``(hash, range)``
+        tuple): one BatchGetItem of its shards, summed. Works on unsharded counters too (one item).
+
+        :raises ParentNotFoundError: the parent does not exist.
+        """
+        from .totals import read_totals
+
+        return read_totals(self, [parent], consistent_read=consistent_read).popitem()[1]
+
+    def totals(self, parents: Any, *, consistent_read: bool = False) -> Dict[Tuple[Any, ...], int]:
+        """Read this counter's totals for many parents: BatchGetItem requests of up to 100 shard items.
+
+        :returns: each existing parent's key (a tuple) and total; parents that do not exist are left out.
+        """
+        from .totals import read_totals
+
+        return read_totals(self, parents, consistent_read=consistent_read, missing_ok=True)
 
     def __repr__(self) -> str:
         owner = self.model.__name__ if self.model is not None else "?"

@@ -13,8 +13,11 @@ from .attributes import check_counters_unchanged
 from .context import counting_skipped
 from .exceptions import CountingBypassError, DuplicateChildError, MissingChildError
 from .relations import counters_of, relations_of
+from .resharding import create_shards
 from .results import WriteResult
 from .retries import RetryPolicy
+from .shards import SHARD_COUNT, shard_count, sharded_counters
+from .totals import count_of
 from .transactions import CountedTransaction, discriminator_condition, guard_update, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +41,9 @@ class CounterMixin:
 
     On a **parent** (a model with :class:`~pynamodb_counters.CounterField` attributes), ``save()`` is an
     UpdateItem that writes every other attribute and never a counter, so likes that landed since the parent was
-    loaded are kept; the instance's counters are refreshed from the stored item.
+    loaded are kept; the instance's counters are refreshed from the stored item. With sharded counters, the first
+    ``save()`` also creates the shard items (one more TransactWriteItems), and ``delete()`` is a TransactWriteItems
+    that deletes them with the parent.
 
     ``batch_write()`` raises on both: it cannot carry guards. Inside :func:`~pynamodb_counters.skip_counting`
     all of these are plain PynamoDB calls.
@@ -71,7 +76,10 @@ class CounterMixin:
         if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]
-            return super().update(actions, condition=condition, **options)  # type: ignore[misc]
+            data = super().update(actions, condition=condition, **options)  # type: ignore[misc]
+            if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):  # type: ignore
+                create_shards(model, [self])  # type: ignore[arg-type]
+            return data
         transaction = CountedTransaction(retry=retry, token=token)
         transaction.save(self, condition)  # type: ignore[arg-type]  # type: ignore[arg-type]
         try:
@@ -92,7 +100,7 @@ class CounterMixin:
           recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
         """
         model = type(self)
-        if counting_skipped(model) or not relations_of(model):
+        if counting_skipped(model) or not (relations_of(model) or sharded_counters(model)):  # type: ignore[arg-type]
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
         transaction = CountedTransaction(retry=retry, token=token)
         transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]

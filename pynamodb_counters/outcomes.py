@@ -174,6 +174,11 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], se
 def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: Sent,
                   common: Dict[str, Any]) -> CounterError:
     model = slot.model
+    if not item and slot.shard:
+        return ParentNotFoundError(
+            f"shard {slot.shard} of parent {where} does not exist: either the parent does not, or it was stored "
+            f"before its counter was sharded (create its shards with pynamodb_counters.resharding.reshard(), or "
+            f"save the parent again); nothing was written", sent.error, **common)
     if not item:
         return ParentNotFoundError(f"parent {where} does not exist; nothing was written", sent.error, **common)
     attribute = discriminator_of(model)

@@ -23,8 +23,11 @@ class Slot:
     """What one action of a plan stands for, so that cancellation reasons (one per action, in order) can be
     read back.
 
-    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update,
+    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update (on the
+      parent item or one of its shard items), ``"shard"`` for creating or deleting a shard item with its parent,
       ``"other"`` for a caller's uncounted write.
+    :ivar key: the item's key; for ``"parent"`` and ``"shard"`` slots, the parent's key (see :attr:`shard`).
+    :ivar shard: the shard item the slot writes, ``0`` for the parent item itself.
     """
 
     kind: str
@@ -33,6 +36,7 @@ class Slot:
     instance: Optional[Model] = None
     deltas: Dict[str, int] = field(default_factory=dict)
     changes: Tuple[CounterChange, ...] = ()
+    shard: int = 0
 
 
 @dataclass

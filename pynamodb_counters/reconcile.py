@@ -31,9 +31,12 @@ from .compat import key_attributes, serialize_key
 from .costs import read_units
 from .exceptions import ConfigurationError, TransactionError
 from .relations import ParentKey, Relation, all_relations, feeders_of, normalize_key
+from .repair import write_total
 from .reports import AuditReport, Drift, Repair, RepairReport
+from .shards import SHARD_COUNT, not_a_shard
 from .signals import counter_repaired, send_safely
-from .transactions import discriminator_condition
+from .totals import ShardItems, count_of, read_shards
+from .transactions import parent_condition
 
 __all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "audit", "repair"]
 
@@ -79,12 +82,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
             if progress is not None:
                 progress(checked[0], total)
 
-    if parents is None and auditor.shared_with and not _filters_parents(auditor.model):
-        raise ConfigurationError(
-            f"{auditor.model.__name__} shares table {auditor.model.Meta.table_name} with "
-            f"{', '.join(sorted(m.__name__ for m in auditor.shared_with))}: a Scan cannot tell its items from theirs. "
-            f"Define {auditor.model.__name__}.audit_filter() (for example cls.sk == 'META'), give the models a "
-            f"discriminator, or audit explicit parents=")
+    if parents is None:
+        check_scannable(auditor.model)
     if parents is not None:
         keys = [normalize_key(auditor.model, key, "audit(parents=...)") for key in parents]
         total = len(keys)
@@ -103,6 +102,57 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
                 pass
     ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
     return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated)
+
+
+def check_scannable(model: Any) -> None:
+    """Refuse a Scan for ``model``'s parents in a table it shares with other models, unless it can tell its items
+    from theirs.
+
+    :raises ConfigurationError: the table is shared, and ``model`` has neither a discriminator nor an
+      ``audit_filter()``.
+    """
+    shared_with = _table_sharers(model)
+    if shared_with and not _filters_parents(model):
+        raise ConfigurationError(
+            f"{model.__name__} shares table {model.Meta.table_name} with "
+            f"{', '.join(sorted(m.__name__ for m in shared_with))}: a Scan cannot tell its items from theirs. "
+            f"Define {model.__name__}.audit_filter() (for example cls.sk == 'META'), give the models a "
+            f"discriminator, or pass explicit parents=")
+
+
+def scan_parents(model: Any, feeders: Sequence[Relation], key_prefix: Optional[str] = None, segment: int = 0,
+                 segments: int = 1, charge: Optional[Callable[[Dict[str, Any], int], None]] = None
+                 ) -> Iterator[Tuple[ParentKey, Dict[str, Any]]]:
+    """The parents of ``model`` (key and raw item) in one segment of a strongly consistent Scan of its table:
+    items that pass its ``audit_filter()``, are not shard items, are not children stored beside it under a
+    relation's ``prefix=``, and (with ``key_prefix``) have a hash key starting with it.
+
+    :param charge: called with each page and how many items it scanned, to account for capacity.
+    """
+    attributes = key_attributes(model)
+    condition = model.audit_filter()
+    for relation in feeders:  # children stored beside their parents are never parents
+        child = relation.child_model
+        if relation.prefix and child.Meta.table_name == model.Meta.table_name and len(attributes) > 1:
+            not_child = ~attributes[-1].startswith(relation.prefix)
+            condition = not_child if condition is None else condition & not_child
+    if key_prefix is not None:
+        by_prefix = attributes[0].startswith(key_prefix)
+        condition = by_prefix if condition is None else condition & by_prefix
+    condition = not_a_shard() if condition is None else condition & not_a_shard()
+    connection = model._get_connection()
+    start: Optional[Dict[str, Any]] = None
+    while True:
+        page = connection.scan(filter_condition=condition, segment=segment if segments > 1 else None,
+                               total_segments=segments if segments > 1 else None, exclusive_start_key=start,
+                               consistent_read=True, return_consumed_capacity="TOTAL")
+        if charge is not None:
+            charge(page, int(page.get("ScannedCount", 1) or 1))
+        for item in page.get("Items", []):
+            yield tuple(a.deserialize(a.get_value(item[a.attr_name])) for a in attributes), item
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return
 
 
 def _table_sharers(model: Any) -> List[Any]:
@@ -142,6 +192,12 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
             auditors[where] = _Auditor(getattr(drift.model, drift.attribute), DEFAULT_ITEM_BYTES)
         repairs.append(auditors[where].repair(drift, max_attempts))
     return RepairReport(tuple(repairs))
+
+
+def _sum(values: Sequence[Optional[int]]) -> Optional[int]:
+    """The sum of the values present, ``None`` when none is."""
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
 
 
 @dataclass(frozen=True)
@@ -206,49 +262,41 @@ class _Auditor:
                 units = read_units(estimate_bytes)
             self.units += units
 
-    def _from_item(self, key: ParentKey, item: Optional[Dict[str, Any]]) -> _Observation:
-        if not item:
-            return _Observation(key, False, None, None)
-        raw = (item.get(self.counter.attr_name) or {}).get("N")
-        sequence = (item.get(SEQUENCE.attr_name) or {}).get("N")
-        return _Observation(key, True, int(raw) if raw is not None else None,
-                            int(sequence) if sequence is not None else None)
-
     def observe(self, key: ParentKey) -> _Observation:
-        """The parent's counter and sequence, strongly consistent."""
-        hash_key, range_key = serialize_key(self.model, key)
-        response = self.model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
-        self._charge(response, self.item_bytes)
-        return self._from_item(key, response.get("Item"))
+        """The parent's counter and sequence, strongly consistent: one GetItem, or, on a sharded counter, one
+        BatchGetItem of its shard items, whose counters and sequences are summed."""
+        return self._from_items(key, self.read(key))
+
+    def _from_items(self, key: ParentKey, items: ShardItems) -> _Observation:
+        if not items[0]:
+            return _Observation(key, False, None, None)
+        counts = [count_of(item, self.counter.attr_name) for item in items]
+        sequences = [count_of(item, SEQUENCE.attr_name) for item in items]
+        return _Observation(key, True, _sum(counts), _sum(sequences))
+
+    def read(self, key: ParentKey) -> ShardItems:
+        """The parent's shard items (the parent item alone for an unsharded counter), strongly consistent."""
+        if self.counter.shards == 1:
+            hash_key, range_key = serialize_key(self.model, key)
+            response = self.model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
+            self._charge(response, self.item_bytes)
+            item = response.get("Item")
+            if (count_of(item, SHARD_COUNT.attr_name) or 1) == 1:
+                return [item]
+        return read_shards(self.model, [key], self.counter.shards, consistent_read=True,
+                           charge=lambda page: self._charge(page, self.item_bytes * self.counter.shards))[key]
 
     def scan(self, segment: int, segments: int, key_prefix: Optional[str], budget: _Budget
              ) -> Iterator[_Observation]:
         """The parents in one segment of a strongly consistent Scan."""
-        condition = self.model.audit_filter()
-        attributes = key_attributes(self.model)
-        for relation in self.feeders:  # children stored beside their parents are never parents
-            child = relation.child_model
-            if relation.prefix and child.Meta.table_name == self.model.Meta.table_name and len(attributes) > 1:
-                not_child = ~attributes[-1].startswith(relation.prefix)
-                condition = not_child if condition is None else condition & not_child
-        if key_prefix is not None:
-            by_prefix = attributes[0].startswith(key_prefix)
-            condition = by_prefix if condition is None else condition & by_prefix
-        connection = self.model._get_connection()
-        start: Optional[Dict[str, Any]] = None
-        while True:
-            page = connection.scan(filter_condition=condition, segment=segment if segments > 1 else None,
-                                   total_segments=segments if segments > 1 else None, exclusive_start_key=start,
-                                   consistent_read=True, return_consumed_capacity="TOTAL")
-            self._charge(page, self.item_bytes * int(page.get("ScannedCount", 1) or 1))
-            for item in page.get("Items", []):
-                if not budget.take():
-                    return
-                key = tuple(a.deserialize(a.get_value(item[a.attr_name])) for a in attributes)
-                yield self._from_item(key, item)
-            start = page.get("LastEvaluatedKey")
-            if not start:
+        def charge(page: Dict[str, Any], scanned: int) -> None:
+            self._charge(page, self.item_bytes * scanned)
+
+        for key, item in scan_parents(self.model, self.feeders, key_prefix, segment, segments, charge):
+            if not budget.take():
                 return
+            sharded = self.counter.shards > 1 or (count_of(item, SHARD_COUNT.attr_name) or 1) > 1
+            yield self.observe(key) if sharded else self._from_items(key, [item])
 
     def count(self, key: ParentKey) -> int:
         """The children of one parent, across every relation feeding the counter."""
@@ -303,34 +351,40 @@ class _Auditor:
     def repair(self, drift: Drift, max_attempts: int) -> Repair:
         """Apply one drift's difference conditionally, recounting when live writes moved the parent."""
         stored, sequence, actual = drift.stored, drift.sequence, drift.actual
-        hash_key, range_key = serialize_key(self.model, drift.key)
         for attempt in range(1, max_attempts + 1):
-            condition = key_attributes(self.model)[0].exists()
-            discriminator = discriminator_condition(self.model)
-            if discriminator is not None:
-                condition &= discriminator
-            condition &= SEQUENCE.does_not_exist() if sequence is None else SEQUENCE == sequence
-            condition &= self.counter.does_not_exist() if stored is None else self.counter == stored
-            change = self.counter.set(actual) if stored is None else self.counter.add(actual - stored)
-            try:
-                self.model._get_connection().update_item(hash_key, range_key=range_key,
-                                                         actions=[change, SEQUENCE.add(1)], condition=condition)
-            except UpdateError as error:
-                # a failed condition, or a conflict with a transaction writing the parent right now: recount
-                if error.cause_response_code not in ("ConditionalCheckFailedException",
-                                                     "TransactionConflictException"):
-                    raise TransactionError(f"DynamoDB rejected the repair of {drift.key!r}: {error}",
-                                           error) from error
-                seen = self.observe(drift.key)
-                if not seen.exists:
-                    return Repair(drift, "failed", stored, actual, attempt, "the parent no longer exists")
-                fresh = self.check(seen)
-                if fresh is None:
-                    return Repair(drift, "exact", seen.stored, seen.stored or 0, attempt)
-                stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual
-                continue
-            send_safely(counter_repaired, self.model, key=drift.key, attribute=self.attribute, before=stored,
-                        after=actual, drift=drift)
-            return Repair(drift, "repaired", stored, actual, attempt)
+            if self._apply(drift.key, stored, sequence, actual):
+                send_safely(counter_repaired, self.model, key=drift.key, attribute=self.attribute, before=stored,
+                            after=actual, drift=drift)
+                return Repair(drift, "repaired", stored, actual, attempt)
+            seen = self.observe(drift.key)
+            if not seen.exists:
+                return Repair(drift, "failed", stored, actual, attempt, "the parent no longer exists")
+            fresh = self.check(seen)
+            if fresh is None:
+                return Repair(drift, "exact", seen.stored, seen.stored or 0, attempt)
+            stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual
         return Repair(drift, "failed", stored, actual, max_attempts,
                       f"the parent kept changing through {max_attempts} attempts; run the repair again")
+
+    def _apply(self, key: ParentKey, stored: Optional[int], sequence: Optional[int], actual: int) -> bool:
+        """Set the counter to ``actual`` if it still holds ``stored`` at ``sequence``; ``False`` when the parent
+        moved (or a transaction writing it right now conflicted). An unsharded counter takes one conditional
+        UpdateItem adding the difference; a sharded one, a TransactWriteItems conditioned on every shard."""
+        if self.counter.shards > 1:
+            items = self.read(key)
+            seen = self._from_items(key, items)
+            return seen.exists and (seen.stored, seen.sequence) == (stored, sequence) and \
+                write_total(self.counter, key, items, actual)
+        condition = parent_condition(self.model)
+        condition &= SEQUENCE.does_not_exist() if sequence is None else SEQUENCE == sequence
+        condition &= self.counter.does_not_exist() if stored is None else self.counter == stored
+        change = self.counter.set(actual) if stored is None else self.counter.add(actual - stored)
+        hash_key, range_key = serialize_key(self.model, key)
+        try:
+            self.model._get_connection().update_item(hash_key, range_key=range_key,
+                                                     actions=[change, SEQUENCE.add(1)], condition=condition)
+        except UpdateError as error:
+            if error.cause_response_code not in ("ConditionalCheckFailedException", "TransactionConflictException"):
+                raise TransactionError(f"DynamoDB rejected the repair of {key!r}: {error}", error) from error
+            return False
+        return True

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List
 from .attributes import CounterField, require_mixin
 from .exceptions import ConfigurationError, ParentKeyError
 from .results import CounterChange
+from .shards import check_shardable, choose_shard
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -57,6 +58,8 @@ class Relation:
                                      f"not {children!r}")
         if prefix is not None and children is not None:
             raise ConfigurationError("counted_by() takes prefix= or children=, not both")
+        if counter.shards > 1:
+            check_shardable(counter.model, counter)
         self._counter = counter
         self._key = key
         self._reads = frozenset(reads)
@@ -160,7 +163,8 @@ class Relation:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
         if not self.applies(child):
             return []
-        return [CounterChange(self.parent_model, self.parent_key(child), self.attribute, sign * self.amount(child))]
+        return [CounterChange(self.parent_model, self.parent_key(child), self.attribute, sign * self.amount(child),
+                              choose_shard(child, self._counter.shards))]
 
     def read_attributes(self, child: Model) -> FrozenSet[str]:
         """The child's attributes that decide its parent: the declared ``reads`` plus those the key function

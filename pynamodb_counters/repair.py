@@ -3,17 +3,21 @@
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import uuid
+from typing import Any, Dict, List, Optional
 
 from pynamodb.exceptions import UpdateError
 
 from .attributes import SEQUENCE, CounterField
 from .compat import key_attributes, serialize_key
+from .connection import send
 from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
-from .relations import normalize_key
-from .transactions import discriminator_condition
+from .relations import ParentKey, normalize_key
+from .shards import SHARD, sequence_unchanged
+from .totals import ShardItems, count_of, read_shards
+from .transactions import discriminator_condition, parent_condition, shard_request
 
-__all__ = ["set_counter"]
+__all__ = ["set_counter", "write_total"]
 
 
 def set_counter(counter: CounterField, key: Any, value: int, *, expected: Optional[int] = None) -> None:
@@ -27,6 +31,9 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
     :param key: the parent's key: a hash key value, or a ``(hash, range)`` tuple.
     :param value: the new count, at least ``0``.
     :param expected: the value the counter must still hold.
+    On a sharded counter, ``value`` is the total: one TransactWriteItems writes the parent item's share so that
+    the shards add up to it, conditioned on every shard's counted-write sequence as just read.
+
     :raises ConditionFailedError: the parent does not exist, or the counter no longer holds ``expected``;
       nothing was written.
     """
@@ -36,6 +43,17 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
         raise ValueError(f"a counter holds an int of at least 0, not {value!r}")
     model = counter.model
     key = normalize_key(model, key, f"set_counter({counter!r})")
+    if counter.shards > 1:
+        items = read_shards(model, [key], counter.shards, consistent_read=True)[key]
+        total = sum(count_of(item, counter.attr_name) or 0 for item in items)
+        if not items[0] or (expected is not None and total != expected) or \
+                not write_total(counter, key, items, value):
+            raise ConditionFailedError(
+                f"{model.__name__} {key!r} does not exist" + (
+                    f", or its {counter.name} no longer holds {expected}" if expected is not None else
+                    ", or a counted write moved one of its shards meanwhile") + "; nothing was written",
+                model=model, key=key)
+        return
     hash_key, range_key = serialize_key(model, key)
     condition = key_attributes(model)[0].exists()
     discriminator = discriminator_condition(model)
@@ -54,3 +72,23 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
                     f", or its {counter.name} no longer holds {expected}" if expected is not None else "")
                 + "; nothing was written", error, model=model, key=key) from error
         raise TransactionError(f"DynamoDB rejected set_counter(): {error}", error) from error
+
+
+def write_total(counter: CounterField, key: ParentKey, items: ShardItems, value: int) -> bool:
+    """Make a sharded counter's total ``value``: one TransactWriteItems that sets the parent item's share to
+    ``value`` minus the other shards' counts as read in ``items``, conditioned on every shard's counted-write
+    sequence (and absent shards staying absent).
+
+    :returns: ``False`` when a shard moved since ``items`` were read; nothing was written.
+    """
+    model = counter.model
+    assert model is not None
+    others = sum(count_of(item, counter.attr_name) or 0 for item in items[1:])
+    requests: List[Dict[str, Any]] = [
+        {"ConditionCheck": shard_request(model, key, shard, condition=(
+            SHARD.does_not_exist() if item is None else sequence_unchanged(item)))}
+        for shard, item in enumerate(items[1:], start=1)]
+    condition = parent_condition(model) & sequence_unchanged(items[0])
+    requests.append({"Update": shard_request(model, key, 0, condition=condition,
+                                             actions=[counter.set(value - others), SEQUENCE.add(1)])})
+    return send(model, requests, str(uuid.uuid4())).response is not None

@@ -20,12 +20,14 @@ class CounterChange:
     :ivar key: the parent's key, ``(hash,)`` or ``(hash, range)``, as Python values.
     :ivar attribute: the counter's Python attribute name on the parent model.
     :ivar delta: the signed change, ``+1`` for an added child and ``-1`` for a removed one.
+    :ivar shard: which shard item took the change: ``0`` (the parent item) unless the counter is sharded.
     """
 
     parent: Type[Model]
     key: Tuple[Any, ...]
     attribute: str
     delta: int
+    shard: int = 0
 
 
 @dataclass(frozen=True)

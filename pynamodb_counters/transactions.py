@@ -13,6 +13,9 @@ What a plan guarantees, before anything is sent:
   floor of zero, and adding 1 to the parent's counted-write sequence (deltas that net to zero are dropped, the
   sequence still moves);
 * a caller's ``update()`` or ``condition_check()`` on a parent that receives deltas is merged into that Update;
+* a sharded counter's delta goes to the child's shard item (the parent item for shard 0), guarded by that item
+  being a shard, with no floor (a shard may dip below zero once its counter is resharded; the total stays
+  exact); saving a parent with sharded counters creates its shard items, deleting it deletes them;
 * no item is named twice, and there are at most 100 actions.
 """
 from __future__ import annotations
@@ -33,12 +36,14 @@ from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
 from .retries import RetryPolicy
+from .shards import SHARD, SHARD_COUNT, shard_count, shard_key, sharded_counters
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["MAX_ACTIONS", "CountedTransaction", "guard_update", "item_id", "parent_save_actions"]
+__all__ = ["MAX_ACTIONS", "CountedTransaction", "guard_update", "item_id", "parent_condition",
+           "parent_save_actions", "shard_entries", "shard_request"]
 
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
@@ -55,6 +60,7 @@ class _Pending:
     actions: List[Action] = field(default_factory=list)
     add_version_condition: bool = True
     parent_save: bool = False
+    shards: str = ""  # "Update" to create the item's own shard items with it, "Delete" to delete them with it
     changes: Tuple[CounterChange, ...] = ()  # a counted child's, computed once by the planner
 
 
@@ -101,10 +107,10 @@ class CountedTransaction:
         if counters_of(model) and not counted and not skipped:
             # a parent that is not a counted child: save its other attributes, never its counters
             self._pending.append(_Pending("update", model, _key_of(instance), instance, condition,
-                                          parent_save_actions(instance), parent_save=True))
+                                          parent_save_actions(instance), parent_save=True, shards="Update"))
             return
         self._pending.append(_Pending("counted_put" if counted else "put", model, _key_of(instance), instance,
-                                      condition))
+                                      condition, shards="Update" if counted else ""))
 
     def delete(self, instance: Model, condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
@@ -114,7 +120,8 @@ class CountedTransaction:
         _check_condition(condition)
         counted = bool(relations_of(model)) and not counting_skipped(model)
         self._pending.append(_Pending("counted_delete" if counted else "delete", model, _key_of(instance),
-                                      instance, condition, add_version_condition=add_version_condition))
+                                      instance, condition, add_version_condition=add_version_condition,
+                                      shards="" if counting_skipped(model) else "Delete"))
 
     def update(self, instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
@@ -161,8 +168,8 @@ class CountedTransaction:
                 sign = 1 if op.kind == "counted_put" else -1
                 op.changes = tuple(c for r in relations_of(op.model) for c in r.changes(op.instance, sign))
                 for change in op.changes:
-                    where = item_id(change.parent, change.key)
-                    slot = parents.setdefault(where, Slot("parent", change.parent, change.key))
+                    where = item_id(change.parent, shard_key(change.key, change.shard))
+                    slot = parents.setdefault(where, Slot("parent", change.parent, change.key, shard=change.shard))
                     slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
 
         for op in self._pending:
@@ -176,6 +183,8 @@ class CountedTransaction:
                     f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
                     + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
             entries.append((where,) + _child_or_other(op, self.token))
+            if op.shards:
+                entries.extend(shard_entries(op.model, op.key, op.shards))
 
         for where, slot in parents.items():
             action, request = _parent_request(slot, merged.get(where), where)
@@ -299,6 +308,8 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
             condition = absent if condition is None else absent & condition
         request = instance.get_save_kwargs_from_instance(condition=condition,
                                                          return_values_on_condition_failure=ALL_OLD)
+        if op.shards and sharded_counters(model):  # its shard items are created in this same transaction
+            request["Item"][SHARD_COUNT.attr_name] = {"N": str(shard_count(model))}
         if op.kind == "put":
             return "Put", request, Slot("other", model, op.key, instance)
         request["Item"][WRITE_ID] = {"S": token}
@@ -316,7 +327,10 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes)
     if op.kind == "update":
         assert instance is not None
-        request = instance.get_update_kwargs_from_instance(list(op.actions), condition=condition,
+        actions = list(op.actions)
+        if op.shards and sharded_counters(model):
+            actions.append(SHARD_COUNT.set(shard_count(model)))  # created in this same transaction
+        request = instance.get_update_kwargs_from_instance(actions, condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)
         return "Update", request, Slot("other", model, op.key, instance)
@@ -325,18 +339,41 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
     return "ConditionCheck", request, Slot("other", model, op.key)
 
 
+def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[Tuple[ItemId, str, Dict[str, Any],
+                                                                                         Slot]]:
+    """The actions that create (``action="Update"``) or delete (``"Delete"``) a parent's shard items ``1`` and up,
+    as plan entries; none for a model without sharded counters."""
+    entries = []
+    for shard in range(1, shard_count(model)):
+        target = shard_key(key, shard)
+        where = item_id(model, target)
+        kwargs: Dict[str, Any] = {"actions": [SHARD.set(shard)]} if action == "Update" else {}
+        request = _serialized_key_request(model, where[1], where[2], **kwargs)
+        entries.append((where, action, request, Slot("shard", model, key, shard=shard)))
+    return entries
+
+
+def shard_request(model: Type[Model], key: Tuple[Any, ...], shard: int, **kwargs: Any) -> Dict[str, Any]:
+    """A transaction action's request on shard ``shard`` of the parent ``key`` (the parent item for ``0``)."""
+    return _key_request(model, shard_key(key, shard), **kwargs)
+
+
+def parent_condition(model: Type[Model]) -> Condition:
+    """The condition that a parent item exists and, in a polymorphic model, holds ``model``."""
+    condition: Condition = key_attributes(model)[0].exists()
+    discriminator = discriminator_condition(model)
+    return condition if discriminator is None else condition & discriminator
+
+
 def _parent_request(slot: Slot, merged: Optional[_Pending], where: ItemId) -> Tuple[str, Dict[str, Any]]:
     model = slot.model
     attributes = model.get_attributes()
-    condition = key_attributes(model)[0].exists()
-    discriminator = discriminator_condition(model)
-    if discriminator is not None:
-        condition &= discriminator
+    condition = SHARD.exists() if slot.shard else parent_condition(model)  # a shard: one its parent's save created
     actions: List[Action] = [SEQUENCE.add(1)]
     for name, delta in slot.deltas.items():
         if delta:
             actions.insert(-1, attributes[name].add(delta))
-        if delta < 0:
+        if delta < 0 and counters_of(model)[name].shards == 1:
             condition &= attributes[name] >= -delta
     if merged is not None:
         if merged.condition is not None:

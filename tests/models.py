@@ -141,7 +141,50 @@ class Edit(CounterMixin, Model):
     doc = counted_by(Doc.edit_count, key=lambda e: e.doc_id)
 
 
+class Video(CounterMixin, Model):
+    """A hot parent: views over 16 shards, fans over 4 (under another attribute name), reports unsharded."""
+
+    class Meta:
+        table_name = "Videos"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "VIDEO#v1"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    title = UnicodeAttribute(null=True)
+    view_count = CounterField(shards=16)
+    fan_count = CounterField(attr_name="fans", shards=4)
+    report_count = CounterField()
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk == "META"
+
+
+class VideoItem(CounterMixin, Model):
+    """An item in a video's partition; the subclasses below are counted on its three counters."""
+
+    class Meta:
+        table_name = "Videos"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "VIDEO#v1"
+    sk = UnicodeAttribute(range_key=True)  # "VIEW#USER#7", "FAN#USER#7", "REPORT#USER#7"
+
+
+class View(VideoItem):
+    video = counted_by(Video.view_count, key=lambda view: (view.pk, "META"), prefix="VIEW#")
+
+
+class Fan(VideoItem):
+    video = counted_by(Video.fan_count, key=lambda fan: (fan.pk, "META"), prefix="FAN#")
+
+
+class Report(VideoItem):
+    video = counted_by(Video.report_count, key=lambda report: (report.pk, "META"), prefix="REPORT#")
+
+
 #: one model per table, to create them
-TABLE_MODELS = (Post, User, Entity, Doc, Edit)
+TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video)
 #: every model, to point them at an engine
-ALL_MODELS = (Post, User, Like, Bookmark, Comment, Reply, Entity, Board, Card, Doc, Edit)
+ALL_MODELS = (Post, User, Like, Bookmark, Comment, Reply, Entity, Board, Card, Doc, Edit, Video, VideoItem, View,
+              Fan, Report)
