@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from pynamodb.models import Model
 
 from .attributes import check_counters_unchanged
-from .compat import key_attributes
+from .compat import key_of
 from .connection import send
 from .exceptions import (
     CountedWriteError,
@@ -37,6 +37,7 @@ from .plans import ItemId, Slot
 from .relations import relations_of
 from .results import WriteResult
 from .retries import RetryPolicy
+from .shards import shard_key
 from .transactions import MAX_ACTIONS, CountedTransaction, item_id
 
 __all__ = ["BulkResult", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
@@ -150,12 +151,13 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int) -> Li
             raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
         if operation == "save":
             check_counters_unchanged(child)
-        own = item_id(model, tuple(getattr(child, a.attr_name) for a in key_attributes(model)))
+        own = item_id(model, key_of(child))
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
         seen.add(own)
         sign = 1 if operation == "save" else -1
-        parents = tuple(sorted({item_id(c.parent, c.key) for r in relations_of(model) for c in r.changes(child, sign)},
+        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for r in relations_of(model)
+                                for c in r.changes(child, sign)},
                                key=repr))
         numbered.append((parents, (position, operation, child)))
     numbered.sort(key=lambda entry: repr(entry[0]))

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["discriminator_of", "key_attributes", "serialize_key", "transact_client",
+__all__ = ["discriminator_of", "key_attributes", "key_of", "serialize_key", "transact_client",
            "version_condition"]
 
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray)}
@@ -39,6 +39,12 @@ def key_attributes(model: Type[Model]) -> List[Attribute[Any]]:
         names = [name for name in (model._hash_keyname, model._range_keyname) if name]
         found = _KEY_ATTRIBUTES[model] = [attributes[name] for name in names]
     return found
+
+
+def key_of(instance: Model) -> Tuple[Any, ...]:
+    """An instance's key as Python values: ``(hash,)`` or ``(hash, range)``."""
+    model = type(instance)
+    return tuple(getattr(instance, name) for name in (model._hash_keyname, model._range_keyname) if name)
 
 
 def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import STRING
 
-from .compat import key_attributes, serialize_key
+from .compat import key_attributes, key_of, serialize_key
 from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,10 +85,8 @@ def choose_shard(child: Model, shards: int) -> int:
     processes and Python versions (unlike ``hash()``), so a child's delete finds the shard its save used."""
     if shards == 1:
         return 0
-    model = type(child)
-    values = tuple(getattr(child, attribute.attr_name) for attribute in key_attributes(model))
     parts = [part if isinstance(part, (bytes, bytearray)) else str(part).encode()
-             for part in serialize_key(model, values) if part is not None]
+             for part in serialize_key(type(child), key_of(child)) if part is not None]
     return zlib.crc32(b"\x1f".join(parts)) % shards
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 
 from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
 
-from .compat import key_attributes, serialize_key
+from .compat import key_attributes, key_of, serialize_key
 from .exceptions import TransactionError
 from .relations import ParentKey, normalize_key
 from .retries import DEFAULT_RETRY_POLICY
@@ -58,12 +58,12 @@ def read_totals(counter: CounterField, parents: Iterable[Any], *, consistent_rea
     return totals
 
 
-def parent_keys(model: type, parents: Iterable[Any], where: str) -> List[ParentKey]:
+def parent_keys(model: Type[Model], parents: Iterable[Any], where: str) -> List[ParentKey]:
     """``parents`` (instances of ``model``, hash key values or key tuples) as key tuples, in order, once each."""
     keys: Dict[ParentKey, None] = {}
     for parent in parents:
         if isinstance(parent, model):
-            key = tuple(getattr(parent, attribute.attr_name) for attribute in key_attributes(model))
+            key = key_of(parent)
         else:
             key = normalize_key(model, parent, where)
         keys[key] = None

@@ -28,7 +28,7 @@ from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
 from .attributes import SEQUENCE, WRITE_ID, check_counters_unchanged
-from .compat import discriminator_of, key_attributes, serialize_key, version_condition
+from .compat import discriminator_of, key_attributes, key_of, serialize_key, version_condition
 from .context import counting_skipped
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 from .outcomes import commit_plan
@@ -106,10 +106,10 @@ class CountedTransaction:
         counted = bool(relations_of(model)) and not skipped
         if counters_of(model) and not counted and not skipped:
             # a parent that is not a counted child: save its other attributes, never its counters
-            self._pending.append(_Pending("update", model, _key_of(instance), instance, condition,
+            self._pending.append(_Pending("update", model, key_of(instance), instance, condition,
                                           parent_save_actions(instance), parent_save=True, shards="Update"))
             return
-        self._pending.append(_Pending("counted_put" if counted else "put", model, _key_of(instance), instance,
+        self._pending.append(_Pending("counted_put" if counted else "put", model, key_of(instance), instance,
                                       condition, shards="Update" if counted else ""))
 
     def delete(self, instance: Model, condition: Optional[Condition] = None, *,
@@ -119,7 +119,7 @@ class CountedTransaction:
         model = type(instance)
         _check_condition(condition)
         counted = bool(relations_of(model)) and not counting_skipped(model)
-        self._pending.append(_Pending("counted_delete" if counted else "delete", model, _key_of(instance),
+        self._pending.append(_Pending("counted_delete" if counted else "delete", model, key_of(instance),
                                       instance, condition, add_version_condition=add_version_condition,
                                       shards="" if counting_skipped(model) else "Delete"))
 
@@ -135,7 +135,7 @@ class CountedTransaction:
             raise TypeError("update() needs a non-empty list of actions")
         _check_condition(condition)
         guard_update(instance, actions)
-        self._pending.append(_Pending("update", type(instance), _key_of(instance), instance, condition,
+        self._pending.append(_Pending("update", type(instance), key_of(instance), instance, condition,
                                       list(actions), add_version_condition))
 
     def condition_check(self, model: Type[Model], hash_key: Any, range_key: Any = None, *,
@@ -289,10 +289,6 @@ def _check_condition(condition: Any) -> None:
 
 
 # -- request pieces ------------------------------------------------------------------------------------------
-def _key_of(instance: Model) -> Tuple[Any, ...]:
-    return tuple(getattr(instance, attribute.attr_name) for attribute in key_attributes(type(instance)))
-
-
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
     """The identity of an item within a transaction: its table and serialized key."""
     hash_key, range_key = serialize_key(model, key)
