@@ -1,5 +1,5 @@
 """
-The ``pynamodb-counters`` command: ``demo``, ``audit`` and ``repair``.
+The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair`` and ``reshard``.
 
 Exit codes: ``0`` success (no drift; every drift repaired), ``1`` drift found or not all repaired, ``2`` usage
 or configuration error, with a one-line message on stderr.
@@ -12,7 +12,7 @@ import importlib
 import json
 import sys
 import time
-from typing import Any, List, Optional, TextIO, Union
+from typing import Any, List, Optional, TextIO, Tuple, Union
 
 import botocore.exceptions
 from pynamodb.exceptions import PynamoDBException
@@ -22,6 +22,7 @@ from .attributes import CounterField
 from .exceptions import ConfigurationError, CounterError
 from .reconcile import AuditReport, RepairReport, audit, repair
 from .relations import Relation, counters_of, feeders_of
+from .resharding import reshard
 
 __all__ = ["main"]
 
@@ -58,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--apply", action="store_true", help="write the repairs (default: dry run)")
             command.add_argument("--max-attempts", type=int, default=5,
                                  help="recounts per parent while live writes move it (default 5)")
+    text = "give a counter SHARDS shards on every parent (or on --parent keys), keeping every count"
+    command = commands.add_parser("reshard", help=text, description=text)
+    command.add_argument("target", metavar="MODULE:Model.attribute", help="the counter (myapp.models:Post.like_tally)")
+    command.add_argument("shards", type=int, help="the new number of shards (1 folds them back into the parent)")
+    command.add_argument("--parent", action="append", metavar="KEY", dest="parents",
+                         help='a parent key: a hash key, or a JSON list ["POST#a91f", "META"] (repeatable)')
+    command.add_argument("--key-prefix", help="only parents whose hash key starts with this")
+    command.add_argument("--endpoint-url", help="the DynamoDB endpoint (default: the models' Meta.host)")
+    command.add_argument("--region", help="the AWS region (default: the models' Meta.region)")
+    command.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -69,6 +80,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .demo import run
 
             return run(endpoint_url=args.endpoint_url, region=args.region, table=args.table)
+        if args.command == "reshard":
+            return _reshard(args)
         return _reconcile(args)
     except (CounterError, PynamoDBException, botocore.exceptions.BotoCoreError, ValueError) as error:
         print(f"pynamodb-counters: {error}", file=sys.stderr)
@@ -105,12 +118,30 @@ def resolve(spec: str) -> Target:
     return target
 
 
-def _reconcile(args: argparse.Namespace) -> int:
+def _reshard(args: argparse.Namespace) -> int:
+    counter, parents = _prepare(args)
+    rewritten = reshard(counter, args.shards, parents=parents, key_prefix=args.key_prefix)
+    if args.json:
+        json.dump({"model": counter.model.__name__, "attribute": counter.name,  # type: ignore[union-attr]
+                   "shards": args.shards, "parents_rewritten": rewritten}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(f"{counter!r}: {rewritten} parents rewritten for {args.shards} shards")
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> Tuple[CounterField, Optional[List[Any]]]:
+    """The counter the command names, pointed at ``--endpoint-url`` / ``--region``, and its ``--parent`` keys."""
     target = resolve(args.target)
     counter: CounterField = target.counter if isinstance(target, Relation) else target  # type: ignore[assignment]
     if args.endpoint_url or args.region:
         _point(counter, args.endpoint_url, args.region)
-    parents = [_parse_key(raw) for raw in args.parents] if args.parents else None
+    return counter, [_parse_key(raw) for raw in args.parents] if args.parents else None
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    target = resolve(args.target)
+    _, parents = _prepare(args)
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     report = audit(target, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
                    segments=args.segments, workers=args.segments, progress=progress)

@@ -13,8 +13,9 @@ import pytest
 from pynamodb_counters import skip_counting
 from pynamodb_counters.cli import main
 from pynamodb_counters.testing.server import ServedMoto
-from tests.conftest import post
-from tests.models import Like, Post
+from pynamodb_counters.exceptions import ParentNotFoundError
+from tests.conftest import post, snapshot, stored
+from tests.models import Like, Post, Video, View
 
 
 def drifted_posts() -> None:
@@ -71,6 +72,40 @@ def test_repair_is_a_dry_run_unless_applied(capsys: pytest.CaptureFixture[str]) 
 def test_bad_targets_are_usage_errors(capsys: pytest.CaptureFixture[str], target: str, message: str) -> None:
     code, out, err = run(capsys, "audit", target)
     assert code == 2 and message in err and out == ""
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_reshard_creates_missing_shards_and_then_has_nothing_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+    with skip_counting():  # a video stored as a plain item, before its counter was sharded: no shard items
+        Video(pk="VIDEO#old", sk="META").save()
+    with pytest.raises(ParentNotFoundError, match="shard"):
+        for user in range(16):  # some view lands on a shard other than the parent item
+            View(pk="VIDEO#old", sk=f"VIEW#USER#{user}").save()
+    code, out, _ = run(capsys, "reshard", "tests.models:Video.view_count", "16", "--json")
+    assert code == 0 and json.loads(out) == {"model": "Video", "attribute": "view_count", "shards": 16,
+                                             "parents_rewritten": 1}
+    shards = sorted(int(item["_cshard"]["N"]) for item in stored("Videos") if "_cshard" in item)
+    assert shards == list(range(1, 16))
+    for user in range(16):
+        View(pk="VIDEO#old", sk=f"VIEW#USER#{user}").save(ignore_duplicate=True)
+    assert Video.view_count.total(("VIDEO#old", "META")) == 16
+    code, out, _ = run(capsys, "reshard", "tests.models:Video.view_count", "16", "--parent", '["VIDEO#old", "META"]')
+    assert code == 0 and "0 parents rewritten" in out
+
+
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("argv, message", [
+    (["tests.models:Video.view_count", "0"], "from 1 to 100"),
+    (["tests.models:Video.view_count", "101"], "from 1 to 100"),
+    (["tests.models:Video.view_count", "4", "--parent", '["VIDEO#none", "META"]'], "does not exist"),
+])
+def test_reshard_errors_are_usage_errors_and_write_nothing(capsys: pytest.CaptureFixture[str], argv: List[str],
+                                                         message: str) -> None:
+    Video(pk="VIDEO#v1", sk="META").save()
+    before = snapshot()
+    code, out, err = run(capsys, "reshard", *argv)
+    assert code == 2 and message in err and out == ""
+    assert snapshot() == before
 
 
 def test_an_unreachable_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[str],
