@@ -223,7 +223,7 @@ def _blame(pending: List[Operation], refused: List[Tuple[Slot, CounterError]]) -
     rest are sent again, and a real underflow shows again then)."""
     def counted_into(slot: Slot, operation: str, child: Model) -> bool:
         sign = 1 if operation == "save" else -1
-        return any(c.parent is slot.model and c.key == slot.key
+        return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard
                    for r in relations_of(type(child)) for c in r.changes(child, sign))
 
     blamed: Dict[int, CounterError] = {}

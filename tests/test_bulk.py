@@ -7,6 +7,7 @@ import pytest
 
 from pynamodb_counters import signals, skip_counting
 from pynamodb_counters.bulk import bulk_delete, bulk_save, bulk_write, plan_chunks
+from pynamodb_counters.shards import choose_shard
 from pynamodb_counters.exceptions import (
     CountingBypassError,
     DuplicateChildError,
@@ -16,7 +17,7 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from tests.conftest import post, snapshot
-from tests.models import Bookmark, Comment, Like, Post, User
+from tests.models import Bookmark, Comment, Like, Post, User, Video, View
 
 
 def like(user: Any, pk: str = "POST#a91f") -> Like:
@@ -140,3 +141,19 @@ def test_a_missing_child_does_not_get_its_siblings_rejected_for_underflow() -> N
     assert [(o.instance.sk, o.status, type(o.error).__name__) for o in result.outcomes] == [
         ("LIKE#USER#0", "removed", "NoneType"), ("LIKE#USER#1", "rejected", "MissingChildError")]
     assert tally("POST#a") == children("POST#a") == 0
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_missing_shard_rejects_only_the_children_counted_on_it() -> None:
+    Video(pk="VIDEO#v1", sk="META").save()
+    Video._get_connection().delete_item("VIDEO#v1#SHARD5", range_key="META")  # one shard item lost
+    views = [View(pk="VIDEO#v1", sk=f"VIEW#USER#{n}") for n in range(64)]
+    on_lost = {view.sk for view in views if choose_shard(view, Video.view_count.shards) == 5}
+    assert on_lost and len(on_lost) < len(views)
+    result = bulk_save(views)
+    rejected = {o.instance.sk: o.error for o in result.rejected}
+    assert set(rejected) == on_lost
+    assert all(isinstance(error, ParentNotFoundError) and "shard 5" in str(error) for error in rejected.values())
+    assert {view.sk for view in result.added} == {view.sk for view in views} - on_lost
+    stored_views = View.count("VIDEO#v1", View.sk.startswith("VIEW#"), consistent_read=True)
+    assert Video.view_count.total(("VIDEO#v1", "META")) == stored_views == len(views) - len(on_lost)
