@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, Iterable, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import NUMBER
@@ -110,7 +110,7 @@ class CounterField(Attribute[int]):
 
         return read_totals(self, [parent], consistent_read=consistent_read).popitem()[1]
 
-    def totals(self, parents: Any, *, consistent_read: bool = False) -> Dict[Tuple[Any, ...], int]:
+    def totals(self, parents: Iterable[Any], *, consistent_read: bool = False) -> Dict[Tuple[Any, ...], int]:
         """Read this counter's totals for many parents: BatchGetItem requests of up to 100 shard items.
 
         :returns: each existing parent's key (a tuple) and total; parents that do not exist are left out.

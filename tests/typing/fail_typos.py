@@ -10,3 +10,4 @@ def mistakes(post: Post, like: Like) -> None:
     Like.postt  # E: "type[Like]" has no attribute "postt"
     post.like_tally = "many"  # E: Incompatible types in assignment
     counted_by(Post.like_tally)  # E: Missing named argument "key" for "counted_by"
+    Post.view_count.total(post) + "views"  # E: Unsupported operand types for + ("int" and "str")

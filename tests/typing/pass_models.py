@@ -1,7 +1,7 @@
 """What a user's mypy sees: counters are ints, relations are Relations, parent keys are tuples."""
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Dict, Tuple
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
@@ -9,6 +9,7 @@ from typing_extensions import assert_type
 
 from pynamodb_counters import CountedTransaction, CounterField, CounterMixin, Relation, WriteResult, counted_by
 from pynamodb_counters.reconcile import AuditReport, audit
+from pynamodb_counters.resharding import reshard
 
 
 class Post(CounterMixin, Model):
@@ -18,6 +19,7 @@ class Post(CounterMixin, Model):
     pk = UnicodeAttribute(hash_key=True)
     sk = UnicodeAttribute(range_key=True)
     like_tally = CounterField()
+    view_count = CounterField(shards=16)
 
 
 class Like(CounterMixin, Model):
@@ -40,4 +42,7 @@ def check(post: Post, like: Like) -> None:
     transaction.save(like)
     assert_type(transaction.commit(), WriteResult)
     assert_type(audit(Post.like_tally), AuditReport)
+    assert_type(Post.view_count.total(post), int)
+    assert_type(Post.view_count.totals([("POST#a91f", "META")]), Dict[Tuple[Any, ...], int])
+    assert_type(reshard(Post.view_count, 4), int)
     assert total
