@@ -126,7 +126,8 @@ def _reshard(args: argparse.Namespace) -> int:
                    "shards": args.shards, "parents_rewritten": rewritten}, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(f"{counter!r}: {rewritten} parents rewritten for {args.shards} shards")
+        print(f"{counter.model.__name__}.{counter.name}: {rewritten} parents rewritten for "  # type: ignore[union-attr]
+              f"{args.shards} shards")
     return 0
 
 
