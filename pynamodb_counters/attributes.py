@@ -104,7 +104,7 @@ class CounterField(Attribute[int]):
         """Read this counter's total for one parent (a model instance, a hash key value or a ``(hash, range)``
         tuple): one BatchGetItem of its shards, summed. Works on unsharded counters too (one item).
 
-        :raises ParentNotFoundError: the parent does not exist.
+        :raises DoesNotExist: the parent model's own ``DoesNotExist``: the parent does not exist.
         """
         from .totals import read_totals
 

@@ -24,7 +24,9 @@ from .exceptions import (
 from .plans import Plan, Slot
 from .results import WriteResult
 from .retries import RETRYABLE_REASONS, RetryPolicy
+from .shards import SHARD_COUNT, shard_count
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
+from .totals import count_of
 
 __all__ = ["commit_plan", "finish", "interpret", "refusals", "signal_refusals"]
 
@@ -154,6 +156,13 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], se
     code, item = reason.get("Code"), reason.get("Item")
     where = f"{slot.model.__name__} {slot.key!r}"
     common: Dict[str, Any] = dict(model=slot.model, key=slot.key, cancellation_reasons=reasons)
+    if code == _CHECK_FAILED and (count_of(item, SHARD_COUNT.attr_name) or 1) > shard_count(slot.model) and \
+            slot.kind in ("other", "delete") and slot.instance is not None:
+        return ConditionFailedError(
+            f"{where} has {count_of(item, SHARD_COUNT.attr_name)} shards recorded, more than its counters now "
+            f"declare ({shard_count(slot.model)}): fold them in with pynamodb_counters.resharding.reshard() before "
+            f"deleting it, or its extra shard items would be left behind; nothing was written", sent.error,
+            **common)
     if code != _CHECK_FAILED:
         return TransactionError(f"DynamoDB cancelled the transaction: {code} on {where}: "
                                 f"{reason.get('Message', '')}", sent.error)

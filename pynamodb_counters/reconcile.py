@@ -33,9 +33,9 @@ from .exceptions import ConfigurationError, TransactionError
 from .relations import ParentKey, Relation, all_relations, feeders_of, normalize_key
 from .repair import write_total
 from .reports import AuditReport, Drift, Repair, RepairReport
-from .shards import SHARD_COUNT, not_a_shard
+from .shards import SHARD_COUNT, not_a_shard, sharded_counters
 from .signals import counter_repaired, send_safely
-from .totals import ShardItems, count_of, read_shards
+from .totals import ShardItems, count_of, counter_shards, read_shards
 from .transactions import parent_condition
 
 __all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "audit", "repair"]
@@ -270,8 +270,9 @@ class _Auditor:
     def _from_items(self, key: ParentKey, items: ShardItems) -> _Observation:
         if not items[0]:
             return _Observation(key, False, None, None)
-        counts = [count_of(item, self.counter.attr_name) for item in items]
-        sequences = [count_of(item, SEQUENCE.attr_name) for item in items]
+        shards = [item for _, item in counter_shards(self.counter, items)]
+        counts = [count_of(item, self.counter.attr_name) for item in shards]
+        sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
         return _Observation(key, True, _sum(counts), _sum(sequences))
 
     def read(self, key: ParentKey) -> ShardItems:
@@ -370,8 +371,8 @@ class _Auditor:
         """Set the counter to ``actual`` if it still holds ``stored`` at ``sequence``; ``False`` when the parent
         moved (or a transaction writing it right now conflicted). An unsharded counter takes one conditional
         UpdateItem adding the difference; a sharded one, a TransactWriteItems conditioned on every shard."""
-        if self.counter.shards > 1:
-            items = self.read(key)
+        items = self.read(key) if self.counter.shards > 1 or sharded_counters(self.model) else []
+        if len(counter_shards(self.counter, items)) > 1:  # counts on several items: condition them all
             seen = self._from_items(key, items)
             return seen.exists and (seen.stored, seen.sequence) == (stored, sequence) and \
                 write_total(self.counter, key, items, actual)

@@ -14,7 +14,7 @@ from .connection import send
 from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
 from .relations import ParentKey, normalize_key
 from .shards import SHARD, sequence_unchanged
-from .totals import ShardItems, count_of, read_shards
+from .totals import ShardItems, count_of, counter_shards, read_shards
 from .transactions import discriminator_condition, parent_condition, shard_request
 
 __all__ = ["set_counter", "write_total"]
@@ -76,18 +76,19 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
 
 def write_total(counter: CounterField, key: ParentKey, items: ShardItems, value: int) -> bool:
     """Make a sharded counter's total ``value``: one TransactWriteItems that sets the parent item's share to
-    ``value`` minus the other shards' counts as read in ``items``, conditioned on every shard's counted-write
-    sequence (and absent shards staying absent).
+    ``value`` minus the other shards' counts as read in ``items``, conditioned on the counted-write sequence of
+    every shard item that holds or may receive the counter's counts (and on absent shards staying absent).
 
-    :returns: ``False`` when a shard moved since ``items`` were read; nothing was written.
+    :returns: ``False`` when one of them moved since ``items`` were read; nothing was written.
     """
     model = counter.model
     assert model is not None
-    others = sum(count_of(item, counter.attr_name) or 0 for item in items[1:])
+    shards = counter_shards(counter, items)[1:]
+    others = sum(count_of(item, counter.attr_name) or 0 for _, item in shards)
     requests: List[Dict[str, Any]] = [
         {"ConditionCheck": shard_request(model, key, shard, condition=(
             SHARD.does_not_exist() if item is None else sequence_unchanged(item)))}
-        for shard, item in enumerate(items[1:], start=1)]
+        for shard, item in shards]
     condition = parent_condition(model) & sequence_unchanged(items[0])
     requests.append({"Update": shard_request(model, key, 0, condition=condition,
                                              actions=[counter.set(value - others), SEQUENCE.add(1)])})

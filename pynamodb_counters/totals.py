@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .attributes import CounterField
 
-__all__ = ["ShardItems", "count_of", "parent_keys", "read_shards", "read_totals"]
+__all__ = ["ShardItems", "count_of", "counter_shards", "parent_keys", "read_shards", "read_totals"]
 
 BATCH_KEYS = 100
 """DynamoDB's limit on keys in one BatchGetItem."""
@@ -74,6 +74,14 @@ def count_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[int]:
     """A number attribute of a raw item, or ``None`` when the item or the attribute is absent."""
     raw = ((item or {}).get(attr_name) or {}).get("N")
     return int(raw) if raw is not None else None
+
+
+def counter_shards(counter: CounterField, items: ShardItems) -> List[Tuple[int, Optional[Dict[str, Any]]]]:
+    """The shard items (index, item) that hold or may receive ``counter``'s counts: the parent item, the counter's
+    own shards (present or not), and any further shard item still holding a count of it (left by a reduced
+    ``shards=`` not yet collapsed)."""
+    return [(shard, item) for shard, item in enumerate(items)
+            if shard < counter.shards or count_of(item, counter.attr_name) is not None]
 
 
 def read_shards(model: Type[Model], keys: List[ParentKey], shards: int, *, consistent_read: bool = False,

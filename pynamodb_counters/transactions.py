@@ -315,6 +315,9 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         if op.kind == "counted_delete":
             present: Condition = key_attributes(model)[0].exists()
             condition = present if condition is None else present & condition
+        if op.shards and sharded_counters(model):  # only the shard items it deletes with it: none is left behind
+            known = SHARD_COUNT.does_not_exist() | (SHARD_COUNT <= shard_count(model))
+            condition = known if condition is None else condition & known
         request = instance.get_delete_kwargs_from_instance(condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)
@@ -325,7 +328,8 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         assert instance is not None
         actions = list(op.actions)
         if op.shards and sharded_counters(model):
-            actions.append(SHARD_COUNT.set(shard_count(model)))  # created in this same transaction
+            # created in this same transaction; a larger number recorded (a shrink not yet folded) is kept
+            actions.append(SHARD_COUNT.set(SHARD_COUNT | shard_count(model)))
         request = instance.get_update_kwargs_from_instance(actions, condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)

@@ -1,0 +1,644 @@
+"""Sharded counters on moto in-process: the layout of shard items, counted writes on shards, totals, audits and
+repairs over shards, resharding, and the refusals that leave DynamoDB untouched.
+
+``Video.view_count`` has 16 shards, ``Video.fan_count`` 4 (stored as ``fans``), ``Video.report_count`` none. The
+shard a child lands on is computed here independently of the library (``zlib.crc32`` of its key), and every
+check reads the raw items DynamoDB holds.
+"""
+from __future__ import annotations
+
+import contextlib
+import zlib
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from pynamodb_counters import (
+    CountedTransaction,
+    CounterChange,
+    CounterField,
+    CounterMixin,
+    counted_by,
+    set_counter,
+    skip_counting,
+)
+from pynamodb_counters.bulk import bulk_save
+from pynamodb_counters.compat import transact_client
+from pynamodb_counters.exceptions import (
+    ConditionFailedError,
+    ConfigurationError,
+    CounterUnderflowError,
+    InvalidTransactionError,
+    ParentNotFoundError,
+)
+from pynamodb_counters.reconcile import audit, repair
+from pynamodb_counters.resharding import reshard
+from pynamodb_counters.shards import MAX_SHARDS
+from tests.conftest import _raw_client, stored
+from tests.models import REGION, Fan, Report, Video, View
+
+pytestmark = pytest.mark.usefixtures("dynamodb")
+
+Key = Tuple[str, str]
+VIEWS, FANS = 16, 4  # the shards tests/models.py declares
+
+
+# -- what DynamoDB holds, read without the library -----------------------------------------------------------
+def crc_shard(pk: str, sk: str, shards: int) -> int:
+    """The shard a child keyed (pk, sk) lands on: crc32 of its serialized key parts joined by 0x1f."""
+    return zlib.crc32(b"\x1f".join([pk.encode(), sk.encode()])) % shards
+
+
+def table() -> List[Dict[str, Any]]:
+    """Every item of the Videos table, raw, in a stable order (to compare before and after)."""
+    return sorted(stored("Videos"), key=repr)
+
+
+def shard_items(pk: str) -> Dict[int, Dict[str, Any]]:
+    """A video's parent item (shard 0) and its shard items (``pk#SHARD<k>``), raw, by shard index."""
+    found: Dict[int, Dict[str, Any]] = {}
+    for item in stored("Videos"):
+        hash_key = item["pk"]["S"]
+        if item["sk"]["S"] != "META":
+            continue
+        if hash_key == pk:
+            assert "_cshard" not in item
+            found[0] = item
+        elif hash_key.startswith(f"{pk}#SHARD"):
+            index = int(item["_cshard"]["N"])
+            assert hash_key == f"{pk}#SHARD{index}"
+            found[index] = item
+    return found
+
+
+def shard_values(pk: str, attribute: str = "view_count") -> Dict[int, int]:
+    """Each shard item's raw value of ``attribute`` (0 where absent), by shard index."""
+    return {index: int(item.get(attribute, {"N": "0"})["N"]) for index, item in shard_items(pk).items()}
+
+
+def children(pk: str, prefix: str = "VIEW#") -> List[str]:
+    """The sort keys of a video's children under ``prefix``, as stored."""
+    return sorted(item["sk"]["S"] for item in stored("Videos")
+                  if item["pk"]["S"] == pk and item["sk"]["S"].startswith(prefix))
+
+
+def children_by_shard(pk: str, shards: int, prefix: str = "VIEW#") -> Dict[int, int]:
+    counts = {index: 0 for index in range(shards)}
+    for sk in children(pk, prefix):
+        counts[crc_shard(pk, sk, shards)] += 1
+    return counts
+
+
+def raw_update(pk: str, expression: str, value: int, sk: str = "META") -> None:
+    """An UpdateItem behind the library's back (``:v`` is ``value``)."""
+    _raw_client(None).update_item(TableName="Videos", Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                                  UpdateExpression=expression, ExpressionAttributeValues={":v": {"N": str(value)}})
+
+
+def shard_pk(pk: str, shard: int) -> str:
+    return pk if shard == 0 else f"{pk}#SHARD{shard}"
+
+
+# -- writing -------------------------------------------------------------------------------------------------
+def make_video(pk: str = "VIDEO#v1", title: str = "cats") -> Key:
+    Video(pk=pk, sk="META", title=title).save()
+    return (pk, "META")
+
+
+def view(pk: str, user: object) -> View:
+    return View(pk=pk, sk=f"VIEW#USER#{user}")
+
+
+def user_on_shard(pk: str, shard: int, shards: int = VIEWS, prefix: str = "VIEW#USER#", skip: int = 0) -> str:
+    """A user id whose child of ``pk`` (sort key ``prefix + id``) lands on ``shard``; ``skip`` picks a later one."""
+    found = 0
+    for n in range(100_000):
+        if crc_shard(pk, f"{prefix}u{n}", shards) == shard:
+            if found == skip:
+                return f"u{n}"
+            found += 1
+    raise AssertionError(f"no user lands on shard {shard}")  # pragma: no cover
+
+
+def change(pk: str, sk: str, delta: int, shards: int = VIEWS, attribute: str = "view_count") -> CounterChange:
+    return CounterChange(Video, (pk, "META"), attribute, delta, crc_shard(pk, sk, shards))
+
+
+@contextlib.contextmanager
+def requests() -> Iterator[List[str]]:
+    """The DynamoDB operations the library sends: PynamoDB's clients and the counted writes' own clients, for
+    every model of the Videos table."""
+    names: List[str] = []
+
+    def record(event_name: str, **_: Any) -> None:  # before-send: PynamoDB 5 emits it for its own calls too
+        names.append(event_name.rsplit(".", 1)[-1])
+
+    clients: Dict[int, Any] = {}
+    for model in (Video, View, Fan, Report):
+        for client in (model._get_connection().connection.client, transact_client(model)):
+            clients[id(client)] = client
+    for client in clients.values():
+        client.meta.events.register("before-send.dynamodb.*", record)
+    try:
+        yield names
+    finally:
+        for client in clients.values():
+            client.meta.events.unregister("before-send.dynamodb.*", record)
+
+
+# -- 1. declarations -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shards", [0, -1, MAX_SHARDS + 1, True, "4", 2.0])
+def test_a_counter_refuses_shards_out_of_range_at_class_definition(shards: Any) -> None:
+    before = table()
+    with pytest.raises(ConfigurationError, match=r"shards is a whole number from 1 .*to 100"):
+        class Bad(CounterMixin, Model):
+            class Meta:
+                table_name = "ShardsBadDeclaration"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            hits = CounterField(shards=shards)
+    assert table() == before
+
+
+def test_a_counter_takes_up_to_max_shards() -> None:
+    class Wide(CounterMixin, Model):
+        class Meta:
+            table_name = "ShardsWide"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        hits = CounterField(shards=MAX_SHARDS)
+        plain = CounterField()
+
+    assert MAX_SHARDS == 100
+    assert Wide.hits.shards == 100 and Wide.plain.shards == 1
+
+
+def test_a_sharded_counter_needs_a_string_hash_key() -> None:
+    class Numbered(CounterMixin, Model):
+        class Meta:
+            table_name = "ShardsNumbered"
+            region = REGION
+
+        number = NumberAttribute(hash_key=True)
+        hits = CounterField(shards=4)
+        plain = CounterField()
+
+    before = table()
+    with pytest.raises(ConfigurationError, match="string hash key"):
+        class Hit(CounterMixin, Model):
+            class Meta:
+                table_name = "ShardsNumberedHits"
+                region = REGION
+
+            number = NumberAttribute(hash_key=True)
+            at = UnicodeAttribute(range_key=True)
+            parent = counted_by(Numbered.hits, key=lambda hit: hit.number)
+    with pytest.raises(ConfigurationError, match="string hash key"):
+        reshard(Numbered.plain, 4, parents=[7])
+
+    class PlainHit(CounterMixin, Model):  # the unsharded counter of the same model is fine
+        class Meta:
+            table_name = "ShardsNumberedPlainHits"
+            region = REGION
+
+        number = NumberAttribute(hash_key=True)
+        at = UnicodeAttribute(range_key=True)
+        parent = counted_by(Numbered.plain, key=lambda hit: hit.number)
+
+    assert PlainHit.parent.parent_model is Numbered and PlainHit.parent.attribute == "plain"
+    assert table() == before
+
+
+# -- 2. a parent's shard items -------------------------------------------------------------------------------
+def test_saving_a_video_creates_its_shard_items_once() -> None:
+    with requests() as sent:
+        Video(pk="VIDEO#v1", sk="META", title="cats").save()
+    assert sent.count("TransactWriteItems") == 1 and sent.count("UpdateItem") == 1
+
+    items = shard_items("VIDEO#v1")
+    assert sorted(items) == list(range(VIEWS))
+    assert items[0]["_cshards"] == {"N": str(VIEWS)}
+    for index in range(1, VIEWS):
+        assert items[index] == {"pk": {"S": f"VIDEO#v1#SHARD{index}"}, "sk": {"S": "META"},
+                                "_cshard": {"N": str(index)}}
+    assert items[0]["view_count"] == {"N": "0"} and items[0]["fans"] == {"N": "0"}
+    assert len(stored("Videos")) == VIEWS
+
+    before = table()
+    video = Video.get("VIDEO#v1", "META")
+    video.title = "dogs"
+    with requests() as sent:
+        video.save()
+    assert sent == ["UpdateItem"]  # the shard items exist: no BatchGetItem, no TransactWriteItems
+    after = table()
+    assert len(after) == len(before) and Video.get("VIDEO#v1", "META").title == "dogs"
+    assert [item for item in after if item["pk"]["S"] != "VIDEO#v1"] == \
+        [item for item in before if item["pk"]["S"] != "VIDEO#v1"]  # shard items untouched
+
+
+# -- 3. counted writes on shards -----------------------------------------------------------------------------
+def test_children_are_counted_on_the_shard_their_key_chooses() -> None:
+    key = make_video()
+    pk = key[0]
+    for n in range(60):
+        sk = f"VIEW#USER#{n}"
+        assert View(pk=pk, sk=sk).save().changes == (change(pk, sk, +1),)
+    for n in range(20):
+        sk = f"FAN#USER#{n}"
+        assert Fan(pk=pk, sk=sk).save().changes == (change(pk, sk, +1, FANS, "fan_count"),)
+    result = Report(pk=pk, sk="REPORT#USER#1").save()
+    assert result.changes == (CounterChange(Video, key, "report_count", 1, 0),)
+
+    for n in range(0, 60, 4):  # the delete of a child decrements the shard its save incremented
+        sk = f"VIEW#USER#{n}"
+        assert View.get(pk, sk).delete().changes == (change(pk, sk, -1),)
+    for n in range(0, 20, 5):
+        sk = f"FAN#USER#{n}"
+        assert Fan.get(pk, sk).delete().changes == (change(pk, sk, -1, FANS, "fan_count"),)
+
+    views = children(pk)
+    assert len(views) == 45
+    assert shard_values(pk) == children_by_shard(pk, VIEWS)
+    assert {k: v for k, v in shard_values(pk, "fans").items() if k < FANS} == children_by_shard(pk, FANS, "FAN#")
+    assert all(v == 0 for k, v in shard_values(pk, "fans").items() if k >= FANS)
+    assert Video.view_count.total(key) == 45 == Video.view_count.total(key, consistent_read=True)
+    assert Video.fan_count.total(key) == 16
+    assert Video.report_count.total(key) == 1
+
+    loaded = Video.get(*key)
+    assert loaded.view_count == children_by_shard(pk, VIEWS)[0] == shard_values(pk)[0]  # the parent's share only
+    assert loaded.view_count != 45
+    assert loaded.fan_count == children_by_shard(pk, FANS, "FAN#")[0]
+    assert loaded.report_count == 1
+    assert Video.view_count.total(loaded) == 45  # an instance works as well as a key
+
+
+# -- 4. parents that cannot count ----------------------------------------------------------------------------
+def test_a_view_of_a_missing_video_writes_nothing() -> None:
+    make_video("VIDEO#other")
+    before = table()
+    for shard in (0, 5):
+        user = user_on_shard("VIDEO#gone", shard)
+        with pytest.raises(ParentNotFoundError) as caught:
+            view("VIDEO#gone", user).save()
+        assert caught.value.model is Video and caught.value.key == ("VIDEO#gone", "META")
+        assert "does not exist" in str(caught.value) and (f"shard {shard}" in str(caught.value)) == (shard > 0)
+        assert table() == before
+
+
+def test_a_view_of_a_video_stored_without_its_shard_items_writes_nothing() -> None:
+    with skip_counting(Video):
+        Video(pk="VIDEO#raw", sk="META", title="imported").save()  # a plain PutItem: no shard items
+    _raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
+    assert sorted(shard_items("VIDEO#raw")) == [0] and sorted(shard_items("VIDEO#put")) == [0]
+    before = table()
+    for pk in ("VIDEO#raw", "VIDEO#put"):
+        for shard in (3, 15):
+            with pytest.raises(ParentNotFoundError) as caught:
+                view(pk, user_on_shard(pk, shard)).save()
+            message = str(caught.value)
+            assert f"shard {shard}" in message and "reshard" in message
+            assert caught.value.model is Video and caught.value.key == (pk, "META")
+            assert table() == before
+
+    # once the shard items exist, the same views count
+    Video.get("VIDEO#raw", "META").save()
+    assert reshard(Video.view_count, VIEWS, parents=[("VIDEO#put", "META")]) == 1
+    for pk in ("VIDEO#raw", "VIDEO#put"):
+        assert sorted(shard_items(pk)) == list(range(VIEWS))
+        for shard in (3, 15):
+            view(pk, user_on_shard(pk, shard)).save()
+        assert Video.view_count.total((pk, "META")) == 2
+        assert shard_values(pk) == children_by_shard(pk, VIEWS)
+
+
+# -- 5. floors -----------------------------------------------------------------------------------------------
+def test_a_sharded_counter_has_no_floor_but_an_unsharded_one_keeps_it() -> None:
+    key = make_video()
+    pk = key[0]
+    for shard in (0, 6):
+        user = user_on_shard(pk, shard)
+        view(pk, user).save()
+        assert shard_values(pk)[shard] == 1
+        raw_update(shard_pk(pk, shard), "SET view_count = :v", 0)  # drifted to 0 with one child
+        result = View.get(pk, f"VIEW#USER#{user}").delete()
+        assert result.changes == (CounterChange(Video, key, "view_count", -1, shard),)
+        assert shard_values(pk)[shard] == -1
+    assert Video.view_count.total(key) == -2
+    assert children(pk) == []
+
+    Report(pk=pk, sk="REPORT#USER#1").save()
+    raw_update(pk, "SET report_count = :v", 0)
+    before = table()
+    with pytest.raises(CounterUnderflowError) as caught:
+        Report.get(pk, "REPORT#USER#1").delete()
+    assert caught.value.attribute == "report_count" and caught.value.stored == 0
+    assert table() == before
+
+
+# -- 6. totals -----------------------------------------------------------------------------------------------
+def test_totals_read_many_parents_and_leave_out_missing_ones() -> None:
+    keys = [make_video(f"VIDEO#{n}") for n in range(8)]  # 8 x 16 shard items: more than one BatchGetItem
+    for n, (pk, _) in enumerate(keys):
+        for u in range(n):
+            view(pk, u).save()
+        for u in range(8 - n):
+            Fan(pk=pk, sk=f"FAN#USER#{u}").save()
+    missing = [("VIDEO#gone", "META"), ("VIDEO#nope", "META")]
+    with requests() as sent:
+        totals = Video.view_count.totals(missing[:1] + keys + missing[1:] + keys[:2])
+    assert totals == {key: n for n, key in enumerate(keys)}
+    assert set(sent) == {"BatchGetItem"} and len(sent) >= 2
+    assert Video.fan_count.totals([Video.get(*key) for key in keys[:3]]) == {keys[0]: 8, keys[1]: 7, keys[2]: 6}
+    assert Video.report_count.totals(keys[:2]) == {keys[0]: 0, keys[1]: 0}
+    assert Video.view_count.totals(missing) == {}
+    assert Video.view_count.total(keys[5]) == 5
+
+    before = table()
+    with pytest.raises(Video.DoesNotExist):
+        Video.view_count.total(missing[0])
+    assert table() == before
+
+
+# -- 7. audits and repairs -----------------------------------------------------------------------------------
+def test_an_audit_sums_the_shards_and_a_repair_fixes_the_drift() -> None:
+    keys = [make_video(f"VIDEO#{n}") for n in range(3)]
+    for n, (pk, _) in enumerate(keys):
+        for u in range(10 + n):
+            view(pk, u).save()
+        for u in range(3):
+            Fan(pk=pk, sk=f"FAN#USER#{u}").save()
+    assert audit(Video.view_count).drifts == ()
+
+    pk = keys[1][0]
+    drifted_shard = next(index for index, value in shard_values(pk).items() if index > 0 and value > 0)
+    raw_update(shard_pk(pk, drifted_shard), "ADD view_count :v", 3)  # a shard item drifts by +3
+
+    report = audit(Video.view_count)
+    assert report.parents_checked == 3  # shard items, views and fans are never parents
+    [drift] = report.drifts
+    assert (drift.key, drift.attribute, drift.stored, drift.actual) == (keys[1], "view_count", 14, 11)
+    assert audit(View.video, parents=[keys[1]]).drifts[0].stored == 14
+    fans_report = audit(Video.fan_count)
+    assert fans_report.parents_checked == 3 and fans_report.drifts == ()
+
+    result = repair(report.drifts)
+    assert [r.status for r in result.repairs] == ["repaired"]
+    assert audit(Video.view_count).drifts == ()
+    assert Video.view_count.totals(keys) == {keys[0]: 10, keys[1]: 11, keys[2]: 12}
+    assert sum(shard_values(pk).values()) == 11 == len(children(pk))
+
+
+def test_a_repair_of_the_unsharded_counter_of_a_sharded_model() -> None:
+    key = make_video()
+    pk = key[0]
+    for u in range(5):
+        view(pk, u).save()  # these move the shard items' own counted-write sequences
+        Report(pk=pk, sk=f"REPORT#USER#{u}").save()
+    raw_update(pk, "SET report_count = :v", 9)
+
+    report = audit(Video.report_count)
+    assert report.parents_checked == 1
+    [drift] = report.drifts
+    assert (drift.stored, drift.actual) == (9, 5)
+    result = repair(report.drifts)
+    assert [r.status for r in result.repairs] == ["repaired"], result.repairs
+    assert audit(Video.report_count).drifts == ()
+    assert Video.get(*key).report_count == 5
+
+
+# -- 8. set_counter ------------------------------------------------------------------------------------------
+def test_set_counter_sets_a_sharded_total() -> None:
+    key = make_video()
+    pk = key[0]
+    for u in range(30):
+        view(pk, u).save()
+    set_counter(Video.view_count, key, 50)
+    assert Video.view_count.total(key) == 50
+    assert {k: v for k, v in shard_values(pk).items() if k > 0} == \
+        {k: v for k, v in children_by_shard(pk, VIEWS).items() if k > 0}  # only the parent's share moved
+
+    before = table()
+    with pytest.raises(ConditionFailedError):
+        set_counter(Video.view_count, key, 30, expected=30)
+    assert table() == before
+    with pytest.raises(ConditionFailedError):
+        set_counter(Video.view_count, ("VIDEO#gone", "META"), 1)
+    assert table() == before
+
+    set_counter(Video.view_count, key, 30, expected=50)
+    assert Video.view_count.total(key) == 30
+    assert audit(Video.view_count).drifts == ()
+    set_counter(Video.fan_count, key, 4)
+    assert Video.fan_count.total(key) == 4
+
+
+# -- 9. resharding -------------------------------------------------------------------------------------------
+def test_reshard_grows_an_unsharded_counter_and_counts_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Video.view_count, "shards", 1)  # the code as deployed before sharding views
+    key = make_video()
+    other = make_video("VIDEO#quiet")
+    pk = key[0]
+    # 12 views counted on the parent item; three of them will land on shard 5 once views have 8 shards
+    hot = [user_on_shard(pk, 5, 8, skip=n) for n in range(3)]
+    early = hot + [f"e{n}" for n in range(30) if crc_shard(pk, f"VIEW#USER#e{n}", 8) != 5][:9]
+    for user in early:
+        assert view(pk, user).save().changes == (CounterChange(Video, key, "view_count", 1, 0),)
+    for u in range(5):
+        Fan(pk=pk, sk=f"FAN#USER#{u}").save()
+    assert shard_values(pk) == {0: 12, 1: 0, 2: 0, 3: 0}  # fans' 4 shards exist already
+    assert shard_items(pk)[0]["_cshards"] == {"N": "4"}
+
+    assert reshard(Video.view_count, 8) == 2
+    items = shard_items(pk)
+    assert sorted(items) == list(range(8)) and items[0]["_cshards"] == {"N": "8"}
+    assert all(items[index]["_cshard"] == {"N": str(index)} for index in range(1, 8))
+    assert shard_values(pk) == {0: 12, **{index: 0 for index in range(1, 8)}}
+    assert sorted(shard_items(other[0])) == list(range(8))
+    assert Video.view_count.total(key) == 12 and Video.fan_count.total(key) == 5
+    assert reshard(Video.view_count, 8) == 0
+
+    monkeypatch.setattr(Video.view_count, "shards", 8)  # deploy shards=8
+    expected = {index: 0 for index in range(8)}
+    expected[0] = 12
+    late = [f"n{n}" for n in range(60) if crc_shard(pk, f"VIEW#USER#n{n}", 8) != 5][:30]
+    for user in late:
+        sk = f"VIEW#USER#{user}"
+        assert View(pk=pk, sk=sk).save().changes == (change(pk, sk, +1, 8),)
+        expected[crc_shard(pk, sk, 8)] += 1
+    for user in early[:8] + late[:4]:  # views saved before and after resharding
+        sk = f"VIEW#USER#{user}"
+        assert View.get(pk, sk).delete().changes == (change(pk, sk, -1, 8),)
+        expected[crc_shard(pk, sk, 8)] -= 1
+
+    assert shard_values(pk) == expected
+    assert expected[5] == -3  # shard 5 took the deletes of three views counted on the parent: no floor
+    assert Video.view_count.total(key) == len(children(pk)) == 12 + 30 - 8 - 4
+    assert Video.fan_count.total(key) == 5
+    report = audit(Video.view_count)
+    assert report.parents_checked == 2 and report.drifts == ()
+    assert audit(Video.fan_count).drifts == ()
+
+
+def test_reshard_shrinks_after_the_deploy_and_keeps_every_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = make_video()
+    other = make_video("VIDEO#w2")
+    pk = key[0]
+    for u in range(80):
+        view(pk, u).save()
+    for u in range(10):
+        view(other[0], u).save()
+    for u in range(12):
+        Fan(pk=pk, sk=f"FAN#USER#{u}").save()
+    views_before = shard_values(pk)
+    fans_before = shard_values(pk, "fans")
+    assert sorted(views_before) == list(range(VIEWS))
+    assert sum(value for index, value in views_before.items() if index >= 2) > 0
+
+    monkeypatch.setattr(Video.view_count, "shards", 2)  # deploy shards=2 first
+    assert Video.view_count.total(key) == 80  # still reads shards 2..15, through the parent's _cshards
+    assert Video.view_count.totals([key, other]) == {key: 80, other: 10}
+    assert audit(Video.view_count).drifts == ()
+
+    assert reshard(Video.view_count, 2) == 2
+    items = shard_items(pk)
+    assert sorted(items) == [0, 1, 2, 3]  # fans still use shards 1..3
+    assert items[0]["_cshards"] == {"N": "4"}
+    views_after = shard_values(pk)
+    assert views_after[0] == views_before[0] + sum(value for index, value in views_before.items() if index >= 2)
+    assert views_after[1] == views_before[1]
+    assert views_after[2] == views_after[3] == 0
+    assert shard_values(pk, "fans") == {index: fans_before[index] for index in range(4)}
+    assert Video.view_count.total(key) == 80 and Video.fan_count.total(key) == 12
+    assert Video.view_count.totals([key, other]) == {key: 80, other: 10}
+
+    before = table()
+    assert reshard(Video.view_count, 2) == 0
+    assert table() == before
+
+    for u in range(200, 210):
+        sk = f"VIEW#USER#{u}"
+        assert View(pk=pk, sk=sk).save().changes == (change(pk, sk, +1, 2),)
+    for u in range(0, 80, 3):  # views counted on 16 shards, uncounted on 2
+        sk = f"VIEW#USER#{u}"
+        assert View.get(pk, sk).delete().changes == (change(pk, sk, -1, 2),)
+    assert Video.view_count.total(key) == len(children(pk)) == 80 + 10 - 27
+    assert sorted(shard_items(pk)) == [0, 1, 2, 3]
+    assert audit(Video.view_count).drifts == ()
+
+
+@pytest.mark.parametrize("shards", [0, MAX_SHARDS + 1, True])
+def test_reshard_refuses_shards_out_of_range(shards: Any) -> None:
+    key = make_video()
+    view(key[0], 1).save()
+    before = table()
+    with pytest.raises(ConfigurationError, match="from 1 to 100"):
+        reshard(Video.view_count, shards)
+    with pytest.raises(ConfigurationError):
+        reshard(Video.view_count, shards, parents=[key])
+    assert table() == before
+
+
+# -- 10. deleting a parent -----------------------------------------------------------------------------------
+def test_deleting_a_video_deletes_its_shard_items() -> None:
+    key = make_video()
+    other = make_video("VIDEO#v2")
+    for u in range(20):
+        view(key[0], u).save()
+    untouched = [item for item in table() if not item["pk"]["S"].startswith("VIDEO#v1")]
+    with requests() as sent:
+        Video.get(*key).delete()
+    assert sent.count("TransactWriteItems") == 1
+    assert shard_items(key[0]) == {}
+    assert [item for item in table() if not item["pk"]["S"].startswith("VIDEO#v1")] == untouched
+    assert sorted(shard_items(other[0])) == list(range(VIEWS))
+    with pytest.raises(Video.DoesNotExist):
+        Video.view_count.total(key)
+
+
+def test_deleting_a_video_after_a_shrink_deploy_waits_for_the_reshard(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = make_video()
+    for u in range(40):
+        view(key[0], u).save()
+    monkeypatch.setattr(Video.view_count, "shards", 2)  # deployed; reshard() not run yet
+    assert Video.view_count.total(key) == 40
+    before = table()
+    with pytest.raises(ConditionFailedError, match="16 shards recorded.*reshard"):
+        Video.get(*key).delete()  # shard items 4..15 hold counts: none may be left behind
+    assert table() == before
+    reshard(Video.view_count, 2)
+    Video.get(*key).delete()
+    assert shard_items(key[0]) == {}
+
+
+# -- 11. transactions ----------------------------------------------------------------------------------------
+def test_a_transaction_creates_a_new_videos_shards_with_it() -> None:
+    with requests() as sent:
+        with CountedTransaction() as transaction:
+            transaction.save(Video(pk="VIDEO#t1", sk="META", title="new"))
+    assert sent == ["TransactWriteItems"]
+    items = shard_items("VIDEO#t1")
+    assert sorted(items) == list(range(VIEWS)) and items[0]["_cshards"] == {"N": str(VIEWS)}
+    assert items[0]["title"] == {"S": "new"}
+    assert transaction.result is not None and transaction.result.changes == ()
+
+    view("VIDEO#t1", user_on_shard("VIDEO#t1", 9)).save()
+    assert Video.view_count.total(("VIDEO#t1", "META")) == 1
+
+
+def test_a_transaction_cannot_count_a_view_on_the_video_it_saves() -> None:
+    make_video("VIDEO#other")
+    before = table()
+    for shard in (0, 11):  # on the parent item, and on a shard item the transaction creates
+        user = user_on_shard("VIDEO#t2", shard)
+        with requests() as sent:
+            with pytest.raises(InvalidTransactionError):
+                with CountedTransaction() as transaction:
+                    transaction.save(Video(pk="VIDEO#t2", sk="META"))
+                    transaction.save(view("VIDEO#t2", user))
+        assert sent == []
+        assert table() == before
+
+
+def test_a_transaction_saving_a_video_after_a_shrink_deploy_keeps_its_total(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = make_video()
+    for u in range(40):
+        view(key[0], u).save()
+    monkeypatch.setattr(Video.view_count, "shards", 2)  # deployed; reshard() not run yet
+    assert Video.view_count.total(key) == 40
+    video = Video.get(*key)
+    video.title = "renamed"
+    with CountedTransaction() as transaction:
+        transaction.save(video)
+    assert Video.get(*key).title == "renamed"
+    assert Video.view_count.total(key) == 40  # shards 2..15 must still be read until reshard() folds them
+    reshard(Video.view_count, 2)
+    assert Video.view_count.total(key) == 40
+    assert audit(Video.view_count).drifts == ()
+
+
+# -- 12. bulk writes -----------------------------------------------------------------------------------------
+def test_bulk_save_counts_every_view_on_its_shard() -> None:
+    keys = [make_video(f"VIDEO#b{n}") for n in range(4)]
+    views = [view(keys[n % 4][0], n) for n in range(320)]
+    fans = [Fan(pk=keys[n % 4][0], sk=f"FAN#USER#{n}") for n in range(40)]
+    result = bulk_save([*views, *fans])
+    assert [outcome.status for outcome in result.outcomes] == ["added"] * 360
+    assert result.rejected == [] and result.failed == []
+    assert Video.view_count.totals(keys) == {key: 80 for key in keys}
+    assert Video.fan_count.totals(keys) == {key: 10 for key in keys}
+    for pk, _ in keys:
+        assert len(children(pk)) == 80
+        assert shard_values(pk) == children_by_shard(pk, VIEWS)
+        assert {k: v for k, v in shard_values(pk, "fans").items() if k < FANS} == \
+            children_by_shard(pk, FANS, "FAN#")
+    committed = sorted((c.key[0], c.attribute, c.delta, c.shard) for r in result.results for c in r.changes)
+    assert committed == sorted([(v.pk, "view_count", 1, crc_shard(v.pk, v.sk, VIEWS)) for v in views]
+                               + [(f.pk, "fan_count", 1, crc_shard(f.pk, f.sk, FANS)) for f in fans])
+    report = audit(Video.view_count)
+    assert report.parents_checked == 4 and report.drifts == ()
+
