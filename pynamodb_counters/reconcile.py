@@ -284,8 +284,10 @@ class _Auditor:
             item = response.get("Item")
             if (count_of(item, SHARD_COUNT.attr_name) or 1) == 1:
                 return [item]
-        return read_shards(self.model, [key], self.counter.shards, consistent_read=True,
-                           charge=lambda page: self._charge(page, self.item_bytes * self.counter.shards))[key]
+        def charge(page: Dict[str, Any]) -> None:
+            self._charge(page, self.item_bytes * sum(map(len, page.get("Responses", {}).values())))
+
+        return read_shards(self.model, [key], self.counter.shards, consistent_read=True, charge=charge)[key]
 
     def scan(self, segment: int, segments: int, key_prefix: Optional[str], budget: _Budget
              ) -> Iterator[_Observation]:

@@ -19,7 +19,7 @@ from .compat import key_attributes, key_of, serialize_key
 from .exceptions import TransactionError
 from .relations import ParentKey, normalize_key
 from .retries import DEFAULT_RETRY_POLICY
-from .shards import SHARD_COUNT, shard_key
+from .shards import SHARD_COUNT, shard_count, shard_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -86,12 +86,14 @@ def counter_shards(counter: CounterField, items: ShardItems) -> List[Tuple[int, 
 
 def read_shards(model: Type[Model], keys: List[ParentKey], shards: int, *, consistent_read: bool = False,
                 charge: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[ParentKey, ShardItems]:
-    """Every shard item of each parent, by shard index: shards ``0 .. shards - 1``, and any further shards a
-    parent item records in :data:`~pynamodb_counters.shards.SHARD_COUNT` (left by a counter whose shards were
-    reduced but not yet collapsed, see :func:`~pynamodb_counters.resharding.reshard`).
+    """Every shard item of each parent, by shard index: shards ``0 .. shards - 1`` (at least as many as the
+    model's largest ``shards=``: its counters share their shard items), and any further shards a parent item
+    records in :data:`~pynamodb_counters.shards.SHARD_COUNT` (left by a counter whose shards were reduced but not
+    yet folded in, see :func:`~pynamodb_counters.resharding.reshard`: a second BatchGetItem reads them).
 
     :param charge: called with each BatchGetItem response, to account for its consumed capacity.
     """
+    shards = max(shards, shard_count(model))
     found: Dict[ParentKey, ShardItems] = {key: [None] * shards for key in keys}
     _fetch(model, [(key, shard) for key in keys for shard in range(shards)], found, consistent_read, charge)
     extra: List[Tuple[ParentKey, int]] = []
