@@ -16,15 +16,15 @@ os.environ.pop("AWS_PROFILE", None)
 from moto import mock_aws  # noqa: E402
 
 from pynamodb_counters.testing.server import ServedMoto  # noqa: E402
+from tests.faults import FaultProxy  # noqa: E402
 from tests.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
 
 
 def point_models_at(host: str | None) -> None:
     """Send every test model to ``host`` (``None``: the default endpoint, which moto intercepts in-process)."""
     for model in ALL_MODELS:
-        if model.Meta.__dict__.get("host") != host or "host" not in model.Meta.__dict__:
-            model.Meta.host = host
-            model._connection = None  # PynamoDB caches one connection (and botocore client) per model
+        model.Meta.host = host  # subclasses (View of VideoItem, Card of Entity) share their base's Meta
+        model._connection = None  # PynamoDB caches one connection (and botocore client) per model
 
 
 def create_tables() -> None:
@@ -60,6 +60,17 @@ def served(served_engine: ServedMoto) -> Iterator[ServedMoto]:
     finally:
         point_models_at(None)
         served_engine.reset()
+
+
+@pytest.fixture
+def proxy(served: ServedMoto) -> Iterator[FaultProxy]:
+    """A fault proxy in front of the served engine, with every model pointed at the proxy."""
+    with FaultProxy(served.endpoint_url) as fault_proxy:
+        point_models_at(fault_proxy.endpoint_url)
+        try:
+            yield fault_proxy
+        finally:
+            point_models_at(served.endpoint_url)
 
 
 def post(pk: str = "POST#a91f", **attributes: object) -> Tuple[str, str]:

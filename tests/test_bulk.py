@@ -7,7 +7,6 @@ import pytest
 
 from pynamodb_counters import signals, skip_counting
 from pynamodb_counters.bulk import bulk_delete, bulk_save, bulk_write, plan_chunks
-from pynamodb_counters.shards import choose_shard
 from pynamodb_counters.exceptions import (
     CountingBypassError,
     DuplicateChildError,
@@ -16,6 +15,7 @@ from pynamodb_counters.exceptions import (
     ParentKeyError,
     ParentNotFoundError,
 )
+from pynamodb_counters.shards import choose_shard
 from tests.conftest import post, snapshot
 from tests.models import Bookmark, Comment, Like, Post, User, Video, View
 

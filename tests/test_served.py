@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, List
 
 import pytest
 
@@ -17,24 +17,13 @@ from pynamodb_counters import RetryPolicy, signals
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults
-from tests.conftest import point_models_at, post
+from tests.conftest import post
 from tests.faults import FaultProxy
 from tests.models import Like, Post
 
 pytestmark = pytest.mark.served
 
 FAST = RetryPolicy(max_attempts=8, base_delay=0.001, max_delay=0.01)
-
-
-@pytest.fixture
-def proxy(served: ServedMoto) -> Iterator[FaultProxy]:
-    """A fault proxy in front of the served engine, with every model pointed at the proxy."""
-    with FaultProxy(served.endpoint_url) as fault_proxy:
-        point_models_at(fault_proxy.endpoint_url)
-        try:
-            yield fault_proxy
-        finally:
-            point_models_at(served.endpoint_url)
 
 
 def like(user: str) -> Like:
