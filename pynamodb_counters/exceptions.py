@@ -159,9 +159,18 @@ class MissingChildError(CountedWriteError):
 
 
 class ParentNotFoundError(CountedWriteError):
-    """The parent item does not exist (or, in a single-table model, holds another model)."""
+    """The parent item does not exist (or, in a single-table model, holds another model), or one of its shard
+    items does not.
+
+    :ivar shard: the missing shard item's index; ``0`` when the parent item itself is missing.
+    """
 
     msg = "parent not found"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *, shard: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.shard = shard
 
 
 class CounterUnderflowError(CountedWriteError):

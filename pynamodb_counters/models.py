@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from pynamodb.exceptions import DeleteError
+
 from .attributes import check_counters_unchanged
+from .compat import key_of, serialize_key
 from .context import counting_skipped
-from .exceptions import CountingBypassError, DuplicateChildError, MissingChildError
+from .exceptions import ConditionFailedError, CountingBypassError, DuplicateChildError, MissingChildError
 from .relations import counters_of, relations_of
 from .resharding import create_shards
 from .results import WriteResult
 from .retries import RetryPolicy
-from .shards import SHARD_COUNT, shard_count, sharded_counters
+from .shards import SHARD_COUNT, pending_fold, pending_fold_message, shard_count, sharded_counters
 from .totals import count_of
 from .transactions import CountedTransaction, discriminator_condition, guard_update, parent_save_actions
 
@@ -101,7 +104,9 @@ class CounterMixin:
         """
         model = type(self)
         if counting_skipped(model) or not (relations_of(model) or sharded_counters(model)):  # type: ignore[arg-type]
-            return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+            if not counters_of(model) or counting_skipped(model):
+                return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+            return self._delete_parent(condition, args, kwargs)
         transaction = CountedTransaction(retry=retry, token=token)
         transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
         try:
@@ -120,6 +125,24 @@ class CounterMixin:
         """
         guard_update(self, actions)  # type: ignore[arg-type]
         return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+
+    def _delete_parent(self, condition: Optional[Condition], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """PynamoDB's ``delete()`` of an unsharded parent, refused while it still records shard items (a counter
+        whose ``shards=`` was reduced to 1, not yet folded in by ``reshard()``), which would be left behind."""
+        model: Any = type(self)
+        guard = pending_fold(model, 1)
+        try:
+            return super().delete(guard if condition is None else condition & guard, *args, **kwargs)  # type: ignore
+        except DeleteError as error:
+            if error.cause_response_code != "ConditionalCheckFailedException":
+                raise
+            key = key_of(self)  # type: ignore[arg-type]
+            stored = model._get_connection().get_item(*serialize_key(model, key), consistent_read=True).get("Item")
+            recorded = count_of(stored, SHARD_COUNT.attr_name) or 1
+            if recorded > 1:
+                raise ConditionFailedError(pending_fold_message(f"{model.__name__} {key!r}", recorded, 1), error,
+                                           model=model, key=key) from error
+            raise
 
     @classmethod
     def audit_filter(cls) -> Optional[Condition]:

@@ -24,7 +24,7 @@ from .exceptions import (
 from .plans import Plan, Slot
 from .results import WriteResult
 from .retries import RETRYABLE_REASONS, RetryPolicy
-from .shards import SHARD_COUNT, shard_count
+from .shards import SHARD_COUNT, pending_fold_message, shard_count
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
 from .totals import count_of
 
@@ -158,11 +158,8 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], se
     common: Dict[str, Any] = dict(model=slot.model, key=slot.key, cancellation_reasons=reasons)
     if code == _CHECK_FAILED and (count_of(item, SHARD_COUNT.attr_name) or 1) > shard_count(slot.model) and \
             slot.kind in ("other", "delete") and slot.instance is not None:
-        return ConditionFailedError(
-            f"{where} has {count_of(item, SHARD_COUNT.attr_name)} shards recorded, more than its counters now "
-            f"declare ({shard_count(slot.model)}): fold them in with pynamodb_counters.resharding.reshard() before "
-            f"deleting it, or its extra shard items would be left behind; nothing was written", sent.error,
-            **common)
+        return ConditionFailedError(pending_fold_message(where, count_of(item, SHARD_COUNT.attr_name),
+                                                         shard_count(slot.model)), sent.error, **common)
     if code != _CHECK_FAILED:
         return TransactionError(f"DynamoDB cancelled the transaction: {code} on {where}: "
                                 f"{reason.get('Message', '')}", sent.error)
@@ -187,7 +184,7 @@ def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: 
         return ParentNotFoundError(
             f"shard {slot.shard} of parent {where} does not exist: either the parent does not, or it was stored "
             f"before its counter was sharded (create its shards with pynamodb_counters.resharding.reshard(), or "
-            f"save the parent again); nothing was written", sent.error, **common)
+            f"save the parent again); nothing was written", sent.error, shard=slot.shard, **common)
     if not item:
         return ParentNotFoundError(f"parent {where} does not exist; nothing was written", sent.error, **common)
     attribute = discriminator_of(model)

@@ -27,13 +27,14 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
     holds ``expected`` (a missing attribute counts as ``0``), so a child counted in the meantime is never
     overwritten: recount and try again.
 
+    On a sharded counter, ``value`` is the total: one TransactWriteItems writes the parent item's share so that
+    the shards add up to it (the share may be negative), conditioned on every shard's counted-write sequence as
+    just read.
+
     :param counter: the counter, as a class attribute (``Post.like_tally``).
     :param key: the parent's key: a hash key value, or a ``(hash, range)`` tuple.
     :param value: the new count, at least ``0``.
     :param expected: the value the counter must still hold.
-    On a sharded counter, ``value`` is the total: one TransactWriteItems writes the parent item's share so that
-    the shards add up to it, conditioned on every shard's counted-write sequence as just read.
-
     :raises ConditionFailedError: the parent does not exist, or the counter no longer holds ``expected``;
       nothing was written.
     """

@@ -9,9 +9,11 @@ Creating a parent's shard items, and changing how many shards a counter has with
 For each parent, one strongly consistent BatchGetItem of its shard items, then one TransactWriteItems that
 creates the missing shard items, moves every count held by a shard beyond the new number into shard 0 (the
 parent item), deletes shard items no counter of the model needs any more, and records the number of shards on
-the parent. Every item it changes is conditioned on the counted-write sequence read, so a like that lands
-meanwhile cancels the transaction and the parent is read and tried again: no count is lost or doubled, and the
-total never changes. See :doc:`sharding` for the order of steps around a deploy.
+the parent. Every shard item it empties is conditioned on the counted-write sequence read, so a write that lands
+on it meanwhile cancels the transaction and the parent is read and tried again; the parent item takes the moved
+counts with ``ADD``, which commutes with live likes, so a busy parent never has to hold still. No count is lost
+or doubled, and the total never changes (a BatchGetItem of the total racing the fold may see it half done: the
+items are read one by one). See :doc:`sharding` for the order of steps around a deploy.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .attributes import SEQUENCE, CounterField
 from .connection import send
 from .exceptions import ConfigurationError, TransactionError
 from .relations import ParentKey, counters_of, feeders_of
+from .retries import DEFAULT_RETRY_POLICY
 from .shards import MAX_SHARDS, SHARD, SHARD_COUNT, check_shardable, sequence_unchanged
 from .totals import ShardItems, count_of, parent_keys, read_shards
 from .transactions import parent_condition, shard_request
@@ -83,7 +86,9 @@ def _reshape(model: Type[Model], key: ParentKey, targets: Dict[str, int], max_at
     counters = counters_of(model)
     wanted = {name: targets.get(name, counter.shards) for name, counter in counters.items()}
     layout = max(wanted.values(), default=1)
-    for _ in range(max_attempts):
+    for attempt in range(1, max_attempts + 1):
+        if attempt > 1:
+            DEFAULT_RETRY_POLICY.sleep(DEFAULT_RETRY_POLICY.delay(attempt - 1))
         items = read_shards(model, [key], layout, consistent_read=True)[key]
         if not items[0]:
             raise model.DoesNotExist(f"{model.__name__} {key!r} does not exist; nothing was written")
@@ -93,7 +98,7 @@ def _reshape(model: Type[Model], key: ParentKey, targets: Dict[str, int], max_at
         sent = send(model, requests, str(uuid.uuid4()))
         if sent.response is not None:
             return True
-        # a live write moved one of the items since they were read (or the parent is gone): read them again
+        # a straggling write moved a shard being folded since it was read (or the parent is gone): read again
     raise TransactionError(f"{model.__name__} {key!r} kept changing through {max_attempts} attempts to reshard it; "
                            f"nothing was written, run it again")
 
@@ -129,7 +134,7 @@ def _plan(model: Type[Model], key: ParentKey, items: ShardItems, counters: Dict[
         parent_actions.append(SHARD_COUNT.set(layout))
     if not requests and not parent_actions:
         return []
-    condition = parent_condition(model) & sequence_unchanged(items[0])
+    condition = parent_condition(model)  # adding moved counts commutes with live writes: no sequence needed
     if parent_actions:
         requests.append({"Update": shard_request(model, key, 0, condition=condition, actions=parent_actions)})
     else:

@@ -90,6 +90,20 @@ def choose_shard(child: Model, shards: int) -> int:
     return zlib.crc32(b"\x1f".join(parts)) % shards
 
 
+def pending_fold(model: Type[Model], recorded: int) -> Condition:
+    """The condition on deleting a parent: it records no more shards than ``model`` declares, so that deleting its
+    declared shard items with it leaves none behind (``recorded`` is what ``model`` declares)."""
+    condition: Condition = SHARD_COUNT.does_not_exist() | (SHARD_COUNT <= recorded)
+    return condition
+
+
+def pending_fold_message(where: str, recorded: Any, declared: int) -> str:
+    """Why a parent that still records more shards than its model declares cannot be deleted yet."""
+    return (f"{where} has {recorded} shards recorded, more than its counters now declare ({declared}): fold them "
+            f"in with pynamodb_counters.resharding.reshard() before deleting it, or its extra shard items would be "
+            f"left behind; nothing was written")
+
+
 def sequence_unchanged(item: Optional[Dict[str, Any]]) -> Condition:
     """The condition that an item's counted-write sequence still holds what ``item`` (as read) holds."""
     from .attributes import SEQUENCE
@@ -99,7 +113,9 @@ def sequence_unchanged(item: Optional[Dict[str, Any]]) -> Condition:
 
 
 def not_a_shard() -> Condition:
-    """The condition an item of a parent's table meets when it is not a shard item, for your own Scans::
+    """The condition an item of a parent's table meets when it is not a shard item.
+
+    For your own Scans::
 
         Post.scan(filter_condition=not_a_shard())
     """

@@ -10,8 +10,8 @@ What a plan guarantees, before anything is sent:
   write id; its Delete carries ``attribute_exists``;
 * every parent item gets exactly one action: the deltas of all its counters, from all children, merged into one
   Update (``ADD a :x, b :y``) guarded by the parent's existence, its discriminator and, for each decrement, a
-  floor of zero, and adding 1 to the parent's counted-write sequence (deltas that net to zero are dropped, the
-  sequence still moves);
+  floor of zero (lifted while a formerly sharded counter awaits its fold), and adding 1 to the parent's
+  counted-write sequence (deltas that net to zero are dropped, the sequence still moves);
 * a caller's ``update()`` or ``condition_check()`` on a parent that receives deltas is merged into that Update;
 * a sharded counter's delta goes to the child's shard item (the parent item for shard 0), guarded by that item
   being a shard, with no floor (a shard may dip below zero once its counter is resharded; the total stays
@@ -30,13 +30,13 @@ from pynamodb.expressions.condition import Condition
 from .attributes import SEQUENCE, WRITE_ID, check_counters_unchanged
 from .compat import discriminator_of, key_attributes, key_of, serialize_key, version_condition
 from .context import counting_skipped
-from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
+from .exceptions import CountingBypassError, InvalidTransactionError, ParentNotFoundError, TransactionTooLargeError
 from .outcomes import commit_plan
 from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
 from .retries import RetryPolicy
-from .shards import SHARD, SHARD_COUNT, shard_count, shard_key, sharded_counters
+from .shards import SHARD, SHARD_COUNT, pending_fold, shard_count, shard_key, sharded_counters
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -211,7 +211,14 @@ class CountedTransaction:
         :raises CountedWriteError: a subclass naming what DynamoDB refused; nothing was written.
         :raises RetriesExhaustedError: transient failures outlasted the retry policy.
         """
-        self.result = commit_plan(self.plan(), self.retry_policy(), self.return_consumed_capacity)
+        plan = self.plan()
+        try:
+            self.result = commit_plan(plan, self.retry_policy(), self.return_consumed_capacity)
+        except ParentNotFoundError as error:
+            if not (error.shard and _create_missing_shards(error)):
+                raise
+            # the refused attempt wrote nothing: the same request again, now that the shards exist
+            self.result = commit_plan(plan, self.retry_policy(), self.return_consumed_capacity)
         return self.result
 
     def retry_policy(self) -> Optional[RetryPolicy]:
@@ -230,6 +237,21 @@ class CountedTransaction:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.commit()
+
+
+def _create_missing_shards(error: ParentNotFoundError) -> bool:
+    """Create the shard items of a parent stored without them (by code that predates its counter's shards, during
+    a deploy); ``False`` when the parent itself is gone or nothing was missing."""
+    from pynamodb.exceptions import PynamoDBException
+
+    from .exceptions import CounterError
+    from .resharding import create_shards
+
+    assert error.model is not None
+    try:
+        return create_shards(error.model, [error.key]) > 0
+    except (CounterError, PynamoDBException):  # the parent is gone (DoesNotExist), or kept changing
+        return False
 
 
 def parent_save_actions(instance: Model) -> List[Action]:
@@ -315,8 +337,8 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         if op.kind == "counted_delete":
             present: Condition = key_attributes(model)[0].exists()
             condition = present if condition is None else present & condition
-        if op.shards and sharded_counters(model):  # only the shard items it deletes with it: none is left behind
-            known = SHARD_COUNT.does_not_exist() | (SHARD_COUNT <= shard_count(model))
+        if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
+            known = pending_fold(model, shard_count(model))
             condition = known if condition is None else condition & known
         request = instance.get_delete_kwargs_from_instance(condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
@@ -374,7 +396,9 @@ def _parent_request(slot: Slot, merged: Optional[_Pending], where: ItemId) -> Tu
         if delta:
             actions.insert(-1, attributes[name].add(delta))
         if delta < 0 and counters_of(model)[name].shards == 1:
-            condition &= attributes[name] >= -delta
+            # the floor of zero, lifted while the parent records shards its model no longer declares: until
+            # reshard() folds them in, the parent item holds only part of a formerly sharded counter
+            condition &= (attributes[name] >= -delta) | (SHARD_COUNT > shard_count(model))
     if merged is not None:
         if merged.condition is not None:
             condition &= merged.condition

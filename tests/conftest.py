@@ -23,8 +23,13 @@ from tests.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
 def point_models_at(host: str | None) -> None:
     """Send every test model to ``host`` (``None``: the default endpoint, which moto intercepts in-process)."""
     for model in ALL_MODELS:
-        model.Meta.host = host  # subclasses (View of VideoItem, Card of Entity) share their base's Meta
-        model._connection = None  # PynamoDB caches one connection (and botocore client) per model
+        if _pointed.get(model, "") != host:  # per model: subclasses (View of VideoItem) share their base's Meta
+            model.Meta.host = host
+            model._connection = None  # PynamoDB caches one connection (and botocore client) per model
+            _pointed[model] = host
+
+
+_pointed: dict[type, str | None] = {}  # the host each model's cached connection was made for
 
 
 def create_tables() -> None:

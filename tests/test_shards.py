@@ -26,6 +26,7 @@ from pynamodb_counters import (
 )
 from pynamodb_counters.bulk import bulk_save
 from pynamodb_counters.compat import transact_client
+from pynamodb_counters.connection import send
 from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,
@@ -290,30 +291,34 @@ def test_a_view_of_a_missing_video_writes_nothing() -> None:
         assert table() == before
 
 
-def test_a_view_of_a_video_stored_without_its_shard_items_writes_nothing() -> None:
+def test_a_view_of_a_video_stored_without_its_shard_items_creates_them_first() -> None:
+    """A video stored before its counter was sharded (by code still running during a deploy) has no shard items:
+    the first counted write that needs one creates them, then lands."""
     with skip_counting(Video):
         Video(pk="VIDEO#raw", sk="META", title="imported").save()  # a plain PutItem: no shard items
     _raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
     assert sorted(shard_items("VIDEO#raw")) == [0] and sorted(shard_items("VIDEO#put")) == [0]
-    before = table()
     for pk in ("VIDEO#raw", "VIDEO#put"):
-        for shard in (3, 15):
-            with pytest.raises(ParentNotFoundError) as caught:
-                view(pk, user_on_shard(pk, shard)).save()
-            message = str(caught.value)
-            assert f"shard {shard}" in message and "reshard" in message
-            assert caught.value.model is Video and caught.value.key == (pk, "META")
-            assert table() == before
-
-    # once the shard items exist, the same views count
-    Video.get("VIDEO#raw", "META").save()
-    assert reshard(Video.view_count, VIEWS, parents=[("VIDEO#put", "META")]) == 1
-    for pk in ("VIDEO#raw", "VIDEO#put"):
+        with requests() as sent:
+            result = view(pk, user_on_shard(pk, 3)).save()
+        assert sent == ["TransactWriteItems", "BatchGetItem", "TransactWriteItems", "TransactWriteItems"]
+        assert result.changes == (CounterChange(Video, (pk, "META"), "view_count", 1, 3),)
         assert sorted(shard_items(pk)) == list(range(VIEWS))
-        for shard in (3, 15):
-            view(pk, user_on_shard(pk, shard)).save()
+        view(pk, user_on_shard(pk, 15)).save()
         assert Video.view_count.total((pk, "META")) == 2
         assert shard_values(pk) == children_by_shard(pk, VIEWS)
+    assert reshard(Video.view_count, VIEWS, parents=[("VIDEO#put", "META")]) == 0
+
+
+def test_a_bulk_write_on_a_video_without_shard_items_rejects_what_lands_on_them() -> None:
+    """Bulk writes do not create shard items: the children that need one are rejected, naming the fix."""
+    _raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
+    before = table()
+    result = bulk_save([view("VIDEO#put", user_on_shard("VIDEO#put", 15))])
+    [outcome] = result.rejected
+    assert isinstance(outcome.error, ParentNotFoundError) and outcome.error.shard == 15
+    assert "shard 15" in str(outcome.error) and "reshard" in str(outcome.error)
+    assert table() == before
 
 
 # -- 5. floors -----------------------------------------------------------------------------------------------
@@ -642,3 +647,48 @@ def test_bulk_save_counts_every_view_on_its_shard() -> None:
     report = audit(Video.view_count)
     assert report.parents_checked == 4 and report.drifts == ()
 
+
+
+# -- the window between deploying fewer shards and running reshard() -----------------------------------------
+def test_shrinking_to_one_shard_lifts_the_floor_and_guards_the_delete_until_the_fold(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    key = make_video()
+    pk = key[0]
+    users = [user_on_shard(pk, shard) for shard in (2, 9, 13)]  # views counted on shard items, not the parent
+    for user in users:
+        view(pk, user).save()
+    monkeypatch.setattr(Video.view_count, "shards", 1)  # the deploy: no sharded counter left on Video
+    monkeypatch.setattr(Video.fan_count, "shards", 1)
+    assert Video.view_count.total(key) == 3  # the recorded shards are still read
+    view(pk, users[0]).delete()  # the parent item holds 0 of the 3: its floor waits for the fold
+    assert shard_values(pk)[0] == -1 and Video.view_count.total(key) == 2
+
+    before = table()
+    with pytest.raises(ConditionFailedError, match="16 shards recorded.*reshard"):
+        Video.get(*key).delete()  # a plain DeleteItem would leave 15 shard items behind
+    assert table() == before
+
+    assert reshard(Video.view_count, 1) == 1
+    assert sorted(shard_items(pk)) == [0] and shard_values(pk)[0] == 2
+    raw_update(pk, "SET view_count = :v", 0)  # drift
+    with pytest.raises(CounterUnderflowError):  # the fold done, the floor is back
+        view(pk, users[1]).delete()
+    Video.get(*key).delete()
+    assert shard_items(pk) == {}
+
+
+def test_growing_a_busy_parent_does_not_wait_for_it_to_hold_still(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating shard items and recording them needs no counted-write sequence: a like landing on the parent
+    between reshard()'s read and its write does not cancel it."""
+    monkeypatch.setattr(Video.view_count, "shards", 1)
+    key = make_video()
+    landed: List[int] = []
+
+    def like_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        landed.append(1)  # before every attempt, between its read and its write
+        view(key[0], f"meanwhile{len(landed)}").save()
+        return send(*args, **kwargs)
+
+    monkeypatch.setattr("pynamodb_counters.resharding.send", like_meanwhile)
+    assert reshard(Video.view_count, 8) == 1 and len(landed) == 1
+    assert Video.view_count.total(key) == 1 and sorted(shard_items(key[0])) == list(range(8))

@@ -45,7 +45,8 @@ def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:
     delete, update = transaction.plan().items
     assert expand(delete["Delete"], "ConditionExpression") == "attribute_exists (pk)"
     assert expand(update["Update"], "UpdateExpression") == "ADD like_tally -1, _cseq 1"
-    assert expand(update["Update"], "ConditionExpression") == "(attribute_exists (pk) AND like_tally >= 1)"
+    assert expand(update["Update"], "ConditionExpression") == \
+        "(attribute_exists (pk) AND (like_tally >= 1 OR _cshards > 1))"  # the floor, but for a pending shard fold
 
 
 def test_deltas_on_one_parent_merge_into_one_update() -> None:
