@@ -3,7 +3,7 @@ Every benchmark of the write and read paths, in turn: ``python -m benchmarks``.
 
 ::
 
-    python -m benchmarks                        # all five parts, about 5 minutes on 2 cores
+    python -m benchmarks                        # all five parts, about 100 s on 2 cores
     python -m benchmarks --quick                # smaller runs, about 1 minute
     python -m benchmarks --only bulk reads      # some parts
     python -m benchmarks --json figures.json    # also write every figure as JSON
@@ -13,7 +13,8 @@ The parts (each also runs alone, ``python -m benchmarks.NAME --help``):
 * ``overhead``: CPU of a counted ``save()`` against the same transaction by hand (canned responses);
 * ``roundtrips``: requests per counted write (1 and 2 relations) and per 1,000 children in bulk;
 * ``bulk``: 10,000 likes across 100 posts with ``bulk_save()`` against one transaction per like;
-* ``reads``: a stored counter (GetItem; 16 shards by BatchGetItem) against a counting Query;
+* ``reads``: a stored counter (GetItem; a 16-shard counter's ``total()``, one BatchGetItem) against a counting
+  Query;
 * ``hotparent``: a hot post, simulated: likes per second, unsharded and sharded.
 
 The audit benchmark (``python -m benchmarks.audit``) runs on its own: it takes about 5 minutes more.

@@ -1,6 +1,6 @@
 """
 The models the write and read benchmarks use: the README's ``Social`` table, a ``Users`` table in which a
-bookmark is counted too (as ``Bookmark`` in ``tests/models.py``), and the stand-in for counter shards.
+bookmark is counted too (as ``Bookmark`` in ``tests/models.py``), and a post whose like counter is sharded.
 
 Each benchmark points them at its own engine (:func:`benchmarks._shared.point_models_at`); until then they
 point nowhere useful, and the benchmarks set dummy credentials, so nothing reaches AWS.
@@ -75,11 +75,15 @@ class Bookmark(CounterMixin, Model):
     owner = counted_by(User.bookmarks, key=lambda b: b.user_id)
 
 
-class CounterShard(Model):
-    """One shard of a sharded like counter, as a plain item: ``pk = "POST#00042#SHARD#07"``, ``sk = "COUNTER"``.
+SHARDS = 16
+"""The shards of :attr:`ShardedPost.like_tally`."""
 
-    Sharded counters are not in the library yet; the read benchmark models one as 16 such items on distinct
-    partition keys, read with one BatchGetItem and summed.
+
+class ShardedPost(CounterMixin, Model):
+    """A post whose like counter is spread over :data:`SHARDS` items: shard 0 is the post item itself
+    (``pk = "POST#S00042"``, ``sk = "META"``), shards 1 to 15 are ``pk = "POST#S00042#SHARD1"`` ... ``#SHARD15``
+    with the same ``sk``. Its ``save()`` creates them; ``ShardedPost.like_tally.total(key)`` reads them with one
+    BatchGetItem and sums them.
     """
 
     class Meta:
@@ -87,9 +91,27 @@ class CounterShard(Model):
         region = REGION
         host: Optional[str] = NOWHERE
 
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    like_tally = NumberAttribute(default=0)
+    pk = UnicodeAttribute(hash_key=True)  # "POST#S00042"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    like_tally = CounterField(shards=SHARDS)
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk == "META"
 
 
-ALL_MODELS: List[Any] = [Post, User, Like, Bookmark, CounterShard]
+class ShardedLike(CounterMixin, Model):
+    """A like of a :class:`ShardedPost`, in its partition: counted on the shard ``crc32`` of its key picks."""
+
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#S00042"
+    sk = UnicodeAttribute(range_key=True)  # "LIKE#USER#0007"
+    liked_at = NumberAttribute()
+    post = counted_by(ShardedPost.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
+
+
+ALL_MODELS: List[Any] = [Post, User, Like, Bookmark, ShardedPost, ShardedLike]

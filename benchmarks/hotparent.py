@@ -32,8 +32,11 @@ figures are the same on every machine and every run. **The model** (each figure 
   *Spread*: the likes' Puts land on many partitions (their own partition keys), never the limit; only the
   counter's partition is hot. DynamoDB may, after a while, split a hot item collection by sort key
   ("split for heat"); the model does not, so the Social figures are those of a post that just became hot.
-* **Shards.** With *S* shards, the counter is *S* items on *S* distinct partitions; each like adds 1 to one shard
-  chosen at random (reading the count sums the shards). The like's Put stays where the layout puts it.
+* **Shards.** With *S* shards, the counter is *S* items on *S* partitions, as in the library's layout
+  (``CounterField(shards=S)``): shard 0 is the post item, shards 1 to *S* - 1 are items of their own. Each like
+  adds 1 to one shard chosen at random (the library picks ``crc32`` of the like's key, as even over distinct
+  likes); reading the count sums the shards. The like's Put stays where the layout puts it, so in the Social
+  layout the post's partition takes 2 + 2/*S* WCU a like.
 
 It reports, per scenario, the likes per second sustained (committed likes between the end of the first
 simulated second and the end of the run), the throttled and conflicting requests, the likes that failed, the
@@ -88,7 +91,7 @@ class Scenario:
 
 def costs(scenario: Scenario, shard: int, model: Model) -> Tuple[Dict[str, float], str]:
     """The WCU one like consumes on each partition, and the counter item it updates."""
-    counter = POST if scenario.shards == 1 else f"shard{shard}"
+    counter = POST if shard == 0 else f"shard{shard}"  # shard 0 is the post item, as in the library
     by_partition: Dict[str, float] = {}
     if scenario.layout == "social":
         by_partition[POST] = model.child_wcu
@@ -100,7 +103,7 @@ def ceilings(scenario: Scenario, model: Model) -> Dict[str, float]:
     """Likes per second each limit allows on its own."""
     found = {"demand": scenario.writers * scenario.rate}
     if scenario.layout == "social":
-        per_like = model.child_wcu + (model.counter_wcu if scenario.shards == 1 else 0.0)
+        per_like = model.child_wcu + model.counter_wcu / scenario.shards  # 1 like in S updates the post item
         found["post partition capacity"] = model.partition_wcu / per_like
     if scenario.shards == 1:
         if scenario.layout == "spread":

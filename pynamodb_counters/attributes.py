@@ -12,7 +12,8 @@ from pynamodb.constants import NUMBER
 
 from .exceptions import ConfigurationError
 
-__all__ = ["MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged", "require_mixin"]
+__all__ = ["MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged", "counters_of",
+           "require_mixin"]
 
 MIXIN_MARKER = "_pynamodb_counters_mixin"
 """Set in :class:`~pynamodb_counters.CounterMixin`'s own namespace, so declarations can find it in a model's MRO."""
@@ -124,6 +125,19 @@ class CounterField(Attribute[int]):
         return f"CounterField({owner}.{self.name})"
 
 
+def counters_of(model: type) -> Dict[str, CounterField]:
+    """``model``'s counter attributes by Python name (cached per model: a class's attributes are fixed once it is
+    built)."""
+    found = _COUNTERS.get(model)
+    if found is None:
+        attributes = model.get_attributes() if hasattr(model, "get_attributes") else {}
+        found = _COUNTERS[model] = {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
+    return found
+
+
+_COUNTERS: Dict[type, Dict[str, CounterField]] = {}
+
+
 def check_counters_unchanged(instance: Any) -> None:
     """Refuse to save an instance whose counters were set by hand.
 
@@ -134,15 +148,14 @@ def check_counters_unchanged(instance: Any) -> None:
 
     snapshot = instance.__dict__.get(_LOADED)
     loaded = snapshot[1] if snapshot is not None and snapshot[0] is instance.attribute_values else {}
-    for name, attribute in instance.get_attributes().items():
-        if isinstance(attribute, CounterField):
-            value = instance.attribute_values.get(name)
-            if value is not None and value != loaded.get(name, 0):
-                raise CountingBypassError(
-                    f"{type(instance).__name__}.{name} was set by hand to {value!r}; counters change only through "
-                    f"counted writes. Use pynamodb_counters.set_counter() to repair one, or skip_counting() for a "
-                    f"migration. Nothing was written"
-                )
+    for name in counters_of(type(instance)):
+        value = instance.attribute_values.get(name)
+        if value is not None and value != loaded.get(name, 0):
+            raise CountingBypassError(
+                f"{type(instance).__name__}.{name} was set by hand to {value!r}; counters change only through "
+                f"counted writes. Use pynamodb_counters.set_counter() to repair one, or skip_counting() for a "
+                f"migration. Nothing was written"
+            )
 
 
 def require_mixin(owner: type, what: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, overload
 
-from .attributes import CounterField, require_mixin
+from .attributes import CounterField, counters_of, require_mixin
 from .exceptions import ConfigurationError, ParentKeyError
 from .results import CounterChange
 from .shards import check_shardable, choose_shard
@@ -224,12 +224,6 @@ def all_relations() -> List[List[Relation]]:
 def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
     """Every relation declared so far that counts into ``counter``."""
     return tuple(_FEEDERS.get(id(counter), ()))
-
-
-def counters_of(model: type) -> Dict[str, CounterField]:
-    """``model``'s counter attributes by Python name."""
-    attributes = model.get_attributes() if hasattr(model, "get_attributes") else {}
-    return {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
 
 
 def normalize_key(model: type, raw: Any, where: object) -> ParentKey:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import STRING
 
+from .attributes import counters_of
 from .compat import key_attributes, key_of, serialize_key
 from .exceptions import ConfigurationError
 
@@ -51,15 +52,13 @@ _SEPARATOR = "#SHARD"
 
 def sharded_counters(model: Type[Model]) -> Dict[str, CounterField]:
     """``model``'s counters with more than one shard, by Python name."""
-    from .relations import counters_of
-
     return {name: counter for name, counter in counters_of(model).items() if counter.shards > 1}
 
 
 def shard_count(model: Type[Model]) -> int:
     """How many shard slots ``model``'s items need: the largest ``shards`` of its counters (``1`` when none is
     sharded)."""
-    return max((counter.shards for counter in sharded_counters(model).values()), default=1)
+    return max((counter.shards for counter in counters_of(model).values()), default=1)
 
 
 def check_shardable(model: Type[Model], where: object) -> None:

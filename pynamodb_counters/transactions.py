@@ -36,7 +36,7 @@ from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
 from .retries import RetryPolicy
-from .shards import SHARD, SHARD_COUNT, pending_fold, shard_count, shard_key, sharded_counters
+from .shards import SHARD, SHARD_COUNT, pending_fold, shard_count, shard_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -183,7 +183,7 @@ class CountedTransaction:
                     f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
                     + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
             entries.append((where,) + _child_or_other(op, self.token))
-            if op.shards:
+            if op.shards and shard_count(op.model) > 1:
                 entries.extend(shard_entries(op.model, op.key, op.shards))
 
         for where, slot in parents.items():
@@ -326,7 +326,7 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
             condition = absent if condition is None else absent & condition
         request = instance.get_save_kwargs_from_instance(condition=condition,
                                                          return_values_on_condition_failure=ALL_OLD)
-        if op.shards and sharded_counters(model):  # its shard items are created in this same transaction
+        if op.shards and shard_count(model) > 1:  # its shard items are created in this same transaction
             request["Item"][SHARD_COUNT.attr_name] = {"N": str(shard_count(model))}
         if op.kind == "put":
             return "Put", request, Slot("other", model, op.key, instance)
@@ -349,7 +349,7 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
     if op.kind == "update":
         assert instance is not None
         actions = list(op.actions)
-        if op.shards and sharded_counters(model):
+        if op.shards and shard_count(model) > 1:
             # created in this same transaction; a larger number recorded (a shrink not yet folded) is kept
             actions.append(SHARD_COUNT.set(SHARD_COUNT | shard_count(model)))
         request = instance.get_update_kwargs_from_instance(actions, condition=condition,
