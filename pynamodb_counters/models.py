@@ -19,7 +19,7 @@ from .relations import counters_of, relations_of
 from .resharding import create_shards
 from .results import WriteResult
 from .retries import RetryPolicy
-from .shards import SHARD_COUNT, pending_fold, pending_fold_message, shard_count, sharded_counters
+from .shards import SHARD_COUNT, pending_fold, pending_fold_message, shard_count
 from .totals import count_of
 from .transactions import CountedTransaction, discriminator_condition, guard_update, parent_save_actions
 
@@ -103,9 +103,9 @@ class CounterMixin:
           recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
         """
         model = type(self)
-        if counting_skipped(model) or not (relations_of(model) or sharded_counters(model)):  # type: ignore[arg-type]
-            if not counters_of(model) or counting_skipped(model):
-                return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+        if counting_skipped(model) or not (relations_of(model) or counters_of(model)):
+            return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+        if not relations_of(model) and shard_count(model) == 1:  # type: ignore[arg-type]
             return self._delete_parent(condition, args, kwargs)
         transaction = CountedTransaction(retry=retry, token=token)
         transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from .exceptions import ConfigurationError, TransactionError
 from .relations import ParentKey, Relation, all_relations, feeders_of, normalize_key
 from .repair import write_total
 from .reports import AuditReport, Drift, Repair, RepairReport
-from .shards import SHARD_COUNT, not_a_shard, sharded_counters
+from .shards import SHARD_COUNT, not_a_shard, shard_count
 from .signals import counter_repaired, send_safely
 from .totals import ShardItems, count_of, counter_shards, read_shards
 from .transactions import parent_condition
@@ -244,7 +244,6 @@ class _Auditor:
             if relation.prefix is not None and not relation.child_model._range_keyname:
                 raise ConfigurationError(f"{relation}: prefix= needs a child model with a range key")
         self.item_bytes = item_bytes
-        self.shared_with = _table_sharers(self.model)
         self.units = 0.0
         self.estimated = False
         self._lock = threading.Lock()
@@ -275,19 +274,25 @@ class _Auditor:
         sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
         return _Observation(key, True, _sum(counts), _sum(sequences))
 
-    def read(self, key: ParentKey) -> ShardItems:
-        """The parent's shard items (the parent item alone for an unsharded counter), strongly consistent."""
-        if self.counter.shards == 1:
-            hash_key, range_key = serialize_key(self.model, key)
-            response = self.model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
-            self._charge(response, self.item_bytes)
-            item = response.get("Item")
-            if (count_of(item, SHARD_COUNT.attr_name) or 1) == 1:
-                return [item]
+    def read(self, key: ParentKey, parent: Optional[Dict[str, Any]] = None, known: bool = False) -> ShardItems:
+        """The parent's shard items, strongly consistent: the parent item alone (one GetItem) on a model without
+        sharded counters and no shards left to fold, else one BatchGetItem. With ``known``, ``parent`` is the
+        parent item just read (by a Scan), and is not read again."""
+        if shard_count(self.model) == 1:
+            if not known:
+                hash_key, range_key = serialize_key(self.model, key)
+                response = self.model._get_connection().get_item(hash_key, range_key=range_key,
+                                                                 consistent_read=True)
+                self._charge(response, self.item_bytes)
+                parent, known = response.get("Item"), True
+            if (count_of(parent, SHARD_COUNT.attr_name) or 1) == 1:
+                return [parent]
+
         def charge(page: Dict[str, Any]) -> None:
             self._charge(page, self.item_bytes * sum(map(len, page.get("Responses", {}).values())))
 
-        return read_shards(self.model, [key], self.counter.shards, consistent_read=True, charge=charge)[key]
+        return read_shards(self.model, [key], self.counter.shards, consistent_read=True, charge=charge,
+                           parents={key: parent} if known else None)[key]
 
     def scan(self, segment: int, segments: int, key_prefix: Optional[str], budget: _Budget
              ) -> Iterator[_Observation]:
@@ -298,8 +303,7 @@ class _Auditor:
         for key, item in scan_parents(self.model, self.feeders, key_prefix, segment, segments, charge):
             if not budget.take():
                 return
-            sharded = self.counter.shards > 1 or (count_of(item, SHARD_COUNT.attr_name) or 1) > 1
-            yield self.observe(key) if sharded else self._from_items(key, [item])
+            yield self._from_items(key, self.read(key, item, known=True))
 
     def count(self, key: ParentKey) -> int:
         """The children of one parent, across every relation feeding the counter."""
@@ -373,7 +377,7 @@ class _Auditor:
         """Set the counter to ``actual`` if it still holds ``stored`` at ``sequence``; ``False`` when the parent
         moved (or a transaction writing it right now conflicted). An unsharded counter takes one conditional
         UpdateItem adding the difference; a sharded one, a TransactWriteItems conditioned on every shard."""
-        items = self.read(key) if self.counter.shards > 1 or sharded_counters(self.model) else []
+        items = self.read(key) if shard_count(self.model) > 1 else []
         if len(counter_shards(self.counter, items)) > 1:  # counts on several items: condition them all
             seen = self._from_items(key, items)
             return seen.exists and (seen.stored, seen.sequence) == (stored, sequence) and \

@@ -31,10 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
     from pynamodb.models import Model
 
-    from .attributes import CounterField
 
 __all__ = ["MAX_SHARDS", "SHARD", "SHARD_COUNT", "check_shardable", "choose_shard", "not_a_shard",
-           "sequence_unchanged", "shard_count", "shard_key", "sharded_counters"]
+           "sequence_unchanged", "shard_count", "shard_key"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -48,11 +47,6 @@ SHARD_COUNT: Attribute[float] = NumberAttribute(attr_name="_cshards")
 """On a parent item: how many shards (the parent included) have been created for it."""
 
 _SEPARATOR = "#SHARD"
-
-
-def sharded_counters(model: Type[Model]) -> Dict[str, CounterField]:
-    """``model``'s counters with more than one shard, by Python name."""
-    return {name: counter for name, counter in counters_of(model).items() if counter.shards > 1}
 
 
 def shard_count(model: Type[Model]) -> int:

@@ -85,17 +85,24 @@ def counter_shards(counter: CounterField, items: ShardItems) -> List[Tuple[int, 
 
 
 def read_shards(model: Type[Model], keys: List[ParentKey], shards: int, *, consistent_read: bool = False,
-                charge: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[ParentKey, ShardItems]:
+                charge: Optional[Callable[[Dict[str, Any]], None]] = None,
+                parents: Optional[Dict[ParentKey, Optional[Dict[str, Any]]]] = None) -> Dict[ParentKey, ShardItems]:
     """Every shard item of each parent, by shard index: shards ``0 .. shards - 1`` (at least as many as the
     model's largest ``shards=``: its counters share their shard items), and any further shards a parent item
     records in :data:`~pynamodb_counters.shards.SHARD_COUNT` (left by a counter whose shards were reduced but not
     yet folded in, see :func:`~pynamodb_counters.resharding.reshard`: a second BatchGetItem reads them).
 
     :param charge: called with each BatchGetItem response, to account for its consumed capacity.
+    :param parents: the parent items (shard 0), when they were just read: they are not read again.
     """
     shards = max(shards, shard_count(model))
     found: Dict[ParentKey, ShardItems] = {key: [None] * shards for key in keys}
-    _fetch(model, [(key, shard) for key in keys for shard in range(shards)], found, consistent_read, charge)
+    first = 0
+    if parents is not None:
+        first = 1
+        for key in keys:
+            found[key][0] = parents[key]
+    _fetch(model, [(key, shard) for key in keys for shard in range(first, shards)], found, consistent_read, charge)
     extra: List[Tuple[ParentKey, int]] = []
     for key, items in found.items():
         created = count_of(items[0], SHARD_COUNT.attr_name) or 1
