@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["CounterMixin"]
 
+_UNSET: Any = object()  # a counting option the caller did not give
+
 class CounterMixin:
     """Makes ``save()``, ``delete()``, ``update()`` and ``batch_write()`` of a PynamoDB model keep counters exact.
 
@@ -57,8 +59,8 @@ class CounterMixin:
     _pynamodb_counters_mixin = True  # attributes.MIXIN_MARKER: declarations check the MRO for it
 
     # -- writes ----------------------------------------------------------------------------------------------
-    def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = False,
-             retry: Optional[RetryPolicy] = None, token: Optional[str] = None, **kwargs: Any) -> Any:
+    def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = _UNSET,
+             retry: Optional[RetryPolicy] = _UNSET, token: Optional[str] = _UNSET, **kwargs: Any) -> Any:
         """Save: counted on a child, counter-preserving on a parent, plain PynamoDB otherwise.
 
         :param condition: a PynamoDB condition, combined with the library's guard.
@@ -73,7 +75,10 @@ class CounterMixin:
         positional ``settings`` is refused on counted and parent saves (use ``Meta.extra_headers``).
         """
         model = type(self)
-        if counting_skipped(model) or not (relations_of(model) or counters_of(model)):
+        if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
+            options = _given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token)
+            return super().save(condition, *args, **options)  # type: ignore[misc]
+        if counting_skipped(model):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
         options = _counted_options(args, kwargs)
         if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
@@ -83,17 +88,17 @@ class CounterMixin:
             if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):  # type: ignore
                 create_shards(model, [self])  # type: ignore[arg-type]
             return data
-        transaction = CountedTransaction(retry=retry, token=token)
-        transaction.save(self, condition)  # type: ignore[arg-type]  # type: ignore[arg-type]
+        transaction = CountedTransaction(retry=_value(retry), token=_value(token))
+        transaction.save(self, condition)  # type: ignore[arg-type]
         try:
             return transaction.commit()
         except DuplicateChildError:
-            if ignore_duplicate:
+            if _value(ignore_duplicate):
                 return WriteResult(token=transaction.token, duplicate=True)
             raise
 
-    def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = False,
-               retry: Optional[RetryPolicy] = None, token: Optional[str] = None, **kwargs: Any) -> Any:
+    def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = _UNSET,
+               retry: Optional[RetryPolicy] = _UNSET, token: Optional[str] = _UNSET, **kwargs: Any) -> Any:
         """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
         PynamoDB otherwise.
 
@@ -103,16 +108,19 @@ class CounterMixin:
           recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
         """
         model = type(self)
-        if counting_skipped(model) or not (relations_of(model) or counters_of(model)):
+        if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
+            options = _given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token)
+            return super().delete(condition, *args, **options)  # type: ignore[misc]
+        if counting_skipped(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
         if not relations_of(model) and shard_count(model) == 1:  # type: ignore[arg-type]
             return self._delete_parent(condition, args, kwargs)
-        transaction = CountedTransaction(retry=retry, token=token)
+        transaction = CountedTransaction(retry=_value(retry), token=_value(token))
         transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
         try:
             return transaction.commit()
         except MissingChildError:
-            if ignore_missing:
+            if _value(ignore_missing):
                 return WriteResult(token=transaction.token, missing=True)
             raise
 
@@ -123,8 +131,51 @@ class CounterMixin:
         :raises CountingBypassError: an action on a counter, or on a counted child's key or parent-deciding
           attributes. Nothing is written.
         """
-        guard_update(self, actions)  # type: ignore[arg-type]
+        if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
+            guard_update(self, actions)  # type: ignore[arg-type]
         return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+
+    # -- PynamoDB's request helpers (what its TransactWrite calls) ------------------------------------------
+    def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        """PynamoDB's Put request for this item, refused on a counted model outside
+        :func:`~pynamodb_counters.skip_counting`: a Put of a child would not count it, and a Put of a parent
+        would overwrite its counters.
+
+        :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
+        """
+        model = type(self)
+        if (relations_of(model) or counters_of(model)) and not counting_skipped(model):
+            raise _bypass(self, "save", "a Put of a counted child would not count it, and a Put of a parent "
+                                        "would overwrite its counters")
+        return super().get_save_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
+
+    def get_delete_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        """PynamoDB's Delete request for this item, refused on a counted child (it would not be uncounted) and
+        on a parent with sharded counters (its shard items would be left behind), outside
+        :func:`~pynamodb_counters.skip_counting`.
+
+        :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
+        """
+        model: Any = type(self)
+        if (relations_of(model) or shard_count(model) > 1) and not counting_skipped(model):
+            raise _bypass(self, "delete", "a Delete of a counted child would not uncount it, and a Delete of a "
+                                          "sharded parent would leave its shard items behind")
+        return super().get_delete_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
+
+    def get_update_kwargs_from_instance(self, actions: List[Action], *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        """PynamoDB's Update request for this item, refusing the actions that ``update()`` refuses.
+
+        :raises CountingBypassError: an action on a counter, or on a counted child's key or parent-deciding
+          attributes. Nothing is sent.
+        """
+        if isinstance(actions, list):
+            try:
+                guard_update(self, actions)  # type: ignore[arg-type]
+            except CountingBypassError as error:
+                raise CountingBypassError(f"{error}. In a transaction, counted writes go through "
+                                          f"pynamodb_counters.CountedTransaction, not PynamoDB's TransactWrite") \
+                    from None
+        return super().get_update_kwargs_from_instance(actions, *args, **kwargs)  # type: ignore[misc,no-any-return]
 
     def _delete_parent(self, condition: Optional[Condition], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         """PynamoDB's ``delete()`` of an unsharded parent, refused while it still records shard items (a counter
@@ -169,6 +220,26 @@ class CounterMixin:
                 f"update counters. Save children one by one (or in a CountedTransaction of up to 100 actions), or "
                 f"wrap a deliberate backfill in skip_counting({cls.__name__}) and repair the counters afterwards")
         return super().batch_write(*args, **kwargs)  # type: ignore[misc]
+
+
+def _bypass(instance: Any, operation: str, why: str) -> CountingBypassError:
+    model = type(instance)
+    return CountingBypassError(
+        f"{model.__name__}.get_{operation}_kwargs_from_instance() (what PynamoDB's TransactWrite.{operation}() calls) "
+        f"would bypass counting on {model.__name__} {key_of(instance)!r}: {why}. Use "
+        f"pynamodb_counters.CountedTransaction (save, delete, update and condition_check, committed as one "
+        f"TransactWriteItems), or skip_counting() for a deliberate backfill. Nothing was sent")
+
+
+def _given(kwargs: Dict[str, Any], **options: Any) -> Dict[str, Any]:
+    """``kwargs`` plus the counting options the caller did give, for a model that counts nothing: PynamoDB then
+    refuses them with its own ``TypeError``, as it would without the mixin."""
+    return {**kwargs, **{name: value for name, value in options.items() if value is not _UNSET}}
+
+
+def _value(option: Any) -> Any:
+    """A counting option's value, ``None`` (the default) when it was not given."""
+    return None if option is _UNSET else option
 
 
 def _counted_options(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -27,16 +27,25 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .attributes import SEQUENCE, WRITE_ID, check_counters_unchanged
+from .attributes import MIXIN_MARKER, SEQUENCE, WRITE_ID, check_counters_unchanged
 from .compat import discriminator_of, key_attributes, key_of, serialize_key, version_condition
+from .connection import Sent, send
 from .context import counting_skipped
-from .exceptions import CountingBypassError, InvalidTransactionError, ParentNotFoundError, TransactionTooLargeError
-from .outcomes import commit_plan
+from .exceptions import (
+    CountingBypassError,
+    InvalidTransactionError,
+    MissingChildError,
+    ParentKeyError,
+    ParentNotFoundError,
+    TransactionTooLargeError,
+)
+from .outcomes import commit_plan, finish, interpret, refusals
 from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
-from .retries import RetryPolicy
+from .retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from .shards import SHARD, SHARD_COUNT, pending_fold, shard_count, shard_key
+from .signals import missing_rejected, send_safely
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -62,6 +71,13 @@ class _Pending:
     parent_save: bool = False
     shards: str = ""  # "Update" to create the item's own shard items with it, "Delete" to delete them with it
     changes: Tuple[CounterChange, ...] = ()  # a counted child's, computed once by the planner
+    basis: Optional[Model] = None  # a counted delete's stored state, once learned (else the instance is taken)
+
+    @property
+    def counted_state(self) -> Optional[Model]:
+        """What a counted child's deltas are computed from: the stored state when a read or a refusal taught
+        it, else the instance as the caller holds it."""
+        return self.basis if self.basis is not None else self.instance
 
 
 class CountedTransaction:
@@ -93,11 +109,13 @@ class CountedTransaction:
         self.return_consumed_capacity = return_consumed_capacity
         self.result: Optional[WriteResult] = None
         self._pending: List[_Pending] = []
+        self._sent = False
 
     # -- collecting ------------------------------------------------------------------------------------------
     def save(self, instance: Model, condition: Optional[Condition] = None) -> None:
         """Add ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
         otherwise an ordinary Put (a parent's counters are never overwritten: see :meth:`update`)."""
+        self._check_open()
         model = type(instance)
         _check_condition(condition)
         skipped = counting_skipped(model)
@@ -116,6 +134,7 @@ class CountedTransaction:
                add_version_condition: bool = True) -> None:
         """Delete ``instance``: counted (a guarded Delete plus negative deltas) when its model is a counted
         child, otherwise an ordinary Delete."""
+        self._check_open()
         model = type(instance)
         _check_condition(condition)
         counted = bool(relations_of(model)) and not counting_skipped(model)
@@ -131,6 +150,7 @@ class CountedTransaction:
         :raises CountingBypassError: an action on a counter, on a counted child's key, or on an attribute its
           relations read to find the parent.
         """
+        self._check_open()
         if not actions:
             raise TypeError("update() needs a non-empty list of actions")
         _check_condition(condition)
@@ -141,6 +161,7 @@ class CountedTransaction:
     def condition_check(self, model: Type[Model], hash_key: Any, range_key: Any = None, *,
                         condition: Condition) -> None:
         """Require ``condition`` on an item for the transaction to commit."""
+        self._check_open()
         _check_condition(condition)
         if condition is None:
             raise TypeError("condition_check() needs a condition")
@@ -149,6 +170,11 @@ class CountedTransaction:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+    def _check_open(self) -> None:
+        if self._sent:
+            raise InvalidTransactionError("this transaction was already committed (or its commit failed); a "
+                                          "transaction is sent once: start a new CountedTransaction")
 
     # -- planning (pure) -------------------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -166,7 +192,9 @@ class CountedTransaction:
             if op.kind in ("counted_put", "counted_delete"):
                 assert op.instance is not None
                 sign = 1 if op.kind == "counted_put" else -1
-                op.changes = tuple(c for r in relations_of(op.model) for c in r.changes(op.instance, sign))
+                state = op.counted_state
+                assert state is not None
+                op.changes = tuple(c for r in relations_of(op.model) for c in r.changes(state, sign))
                 for change in op.changes:
                     where = item_id(change.parent, shard_key(change.key, change.shard))
                     slot = parents.setdefault(where, Slot("parent", change.parent, change.key, shard=change.shard))
@@ -206,20 +234,72 @@ class CountedTransaction:
 
     # -- committing (I/O) ------------------------------------------------------------------------------------
     def commit(self) -> WriteResult:
-        """Plan, send with retries, and report. Sends the signals of each counted child.
+        """Plan, send with retries, and report. Sends the signals of each counted child. A transaction is sent
+        once: inside a ``with`` block, calling it makes the block's end commit nothing more.
 
         :raises CountedWriteError: a subclass naming what DynamoDB refused; nothing was written.
         :raises RetriesExhaustedError: transient failures outlasted the retry policy.
+        :raises InvalidTransactionError: the transaction was already sent.
         """
-        plan = self.plan()
-        try:
-            self.result = commit_plan(plan, self.retry_policy(), self.return_consumed_capacity)
-        except ParentNotFoundError as error:
-            if not (error.shard and _create_missing_shards(error)):
-                raise
-            # the refused attempt wrote nothing: the same request again, now that the shards exist
-            self.result = commit_plan(plan, self.retry_policy(), self.return_consumed_capacity)
-        return self.result
+        self._check_open()
+        self._sent = True
+        policy = self.retry_policy() or DEFAULT_RETRY_POLICY
+        self._learn_key_only_deletes()
+        for attempt in range(1, policy.max_attempts + 1):
+            plan = self.plan()
+            sent = send(plan.slots[0].model, plan.items, plan.token, policy=policy,
+                        return_consumed_capacity=self.return_consumed_capacity)
+            if sent.response is None and refusals(plan, sent) is not None:
+                if attempt < policy.max_attempts and self._learn_stale_deletes(plan, sent):
+                    # the refused attempt wrote nothing: again, from the stored state, as a new request
+                    self.token = _next_token(self.token)
+                    continue
+                try:
+                    interpret(plan, sent)
+                except ParentNotFoundError as error:
+                    if not (error.shard and _create_missing_shards(error)):
+                        raise
+                    # the refused attempt wrote nothing: the same request again, now that the shards exist
+                    self.result = commit_plan(plan, policy, self.return_consumed_capacity)
+                    return self.result
+            self.result = finish(plan, sent)
+            return self.result
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+    def _learn_key_only_deletes(self) -> None:
+        """A counted delete of an instance that cannot name its parents (built from its key alone) reads the
+        stored child first (one strongly consistent GetItem) and counts from it.
+
+        :raises MissingChildError: no such child (``missing_rejected`` is sent); nothing was written.
+        :raises ParentKeyError: the stored child cannot name its parent either.
+        """
+        for op in self._pending:
+            if op.kind != "counted_delete" or op.basis is not None:
+                continue
+            assert op.instance is not None
+            try:
+                for relation in relations_of(op.model):
+                    relation.changes(op.instance, -1)
+            except ParentKeyError:
+                op.basis = _stored_child(op.model, op.instance)
+
+    def _learn_stale_deletes(self, plan: Plan, sent: Sent) -> bool:
+        """Whether a refusal came from counted deletes whose stored children name other parents than the state
+        their deltas were computed from (an instance edited in memory, or a child changed since it was loaded);
+        if so, each such delete now counts from the stored child that the refusal returned."""
+        learned = False
+        for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
+            item = reason.get("Item")
+            if slot.kind != "delete" or reason.get("Code") != "ConditionalCheckFailed" or not item:
+                continue
+            op = next(op for op in self._pending if op.instance is slot.instance and op.kind == "counted_delete")
+            stored = op.model.from_raw_data(item)
+            state = op.counted_state
+            assert state is not None
+            if any(getattr(stored, name) != getattr(state, name) for name in _deciding(op.model, stored, state)):
+                op.basis = stored
+                learned = True
+        return learned
 
     def retry_policy(self) -> Optional[RetryPolicy]:
         """The retry policy this transaction uses: its own, else the first model's ``Meta.counter_retry``."""
@@ -235,7 +315,7 @@ class CountedTransaction:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
+        if exc_type is None and not self._sent:  # committed once, by commit() inside the block or here
             self.commit()
 
 
@@ -252,6 +332,46 @@ def _create_missing_shards(error: ParentNotFoundError) -> bool:
         return create_shards(error.model, [error.key]) > 0
     except (CounterError, PynamoDBException):  # the parent is gone (DoesNotExist), or kept changing
         return False
+
+
+def _next_token(token: str) -> str:
+    """The token of a request sent again with other parameters (a token names one request): derived, so that
+    the caller's own retry of the same call derives the same tokens."""
+    return str(uuid.uuid5(uuid.NAMESPACE_OID, token))
+
+
+def _stored_child(model: Type[Model], instance: Model) -> Model:
+    """The stored child with ``instance``'s key, read strongly consistently.
+
+    :raises MissingChildError: there is none (``missing_rejected`` is sent).
+    """
+    hash_key, range_key = serialize_key(model, key_of(instance))
+    item = model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True).get("Item")
+    if not item:
+        error = MissingChildError(f"{model.__name__} {key_of(instance)!r} does not exist; no counter was "
+                                  f"decremented", model=model, key=key_of(instance))
+        send_safely(missing_rejected, model, instance=instance, error=error)
+        raise error
+    return model.from_raw_data(item)
+
+
+def _deciding(model: Type[Model], *states: Model) -> List[str]:
+    """The non-key attributes that decide a counted child's parents, in any of ``states``."""
+    keys = {model._hash_keyname, model._range_keyname}
+    names = {name for state in states for relation in relations_of(model) for name in relation.read_attributes(state)}
+    return sorted(names - keys)
+
+
+def _unchanged(model: Type[Model], state: Model) -> Optional[Condition]:
+    """The condition that the stored child still decides its parents as ``state`` does: each deciding
+    attribute holds the value in ``state`` (or is absent, where ``state`` holds ``None``)."""
+    attributes = model.get_attributes()
+    condition: Optional[Condition] = None
+    for name in _deciding(model, state):
+        value = getattr(state, name)
+        same = attributes[name].does_not_exist() if value is None else attributes[name] == value
+        condition = same if condition is None else condition & same
+    return condition
 
 
 def parent_save_actions(instance: Model) -> List[Action]:
@@ -324,7 +444,7 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         if op.kind == "counted_put":
             absent: Condition = key_attributes(model)[0].does_not_exist()
             condition = absent if condition is None else absent & condition
-        request = instance.get_save_kwargs_from_instance(condition=condition,
+        request = _pynamodb(instance).get_save_kwargs_from_instance(condition=condition,
                                                          return_values_on_condition_failure=ALL_OLD)
         if op.shards and shard_count(model) > 1:  # its shard items are created in this same transaction
             request["Item"][SHARD_COUNT.attr_name] = {"N": str(shard_count(model))}
@@ -336,11 +456,16 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         assert instance is not None
         if op.kind == "counted_delete":
             present: Condition = key_attributes(model)[0].exists()
+            state = op.counted_state
+            assert state is not None
+            unchanged = _unchanged(model, state)
+            if unchanged is not None:  # counted off the parents its deltas name, or refused and learned again
+                present &= unchanged
             condition = present if condition is None else present & condition
         if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
             known = pending_fold(model, shard_count(model))
             condition = known if condition is None else condition & known
-        request = instance.get_delete_kwargs_from_instance(condition=condition,
+        request = _pynamodb(instance).get_delete_kwargs_from_instance(condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)
         if op.kind == "delete":
@@ -352,13 +477,22 @@ def _child_or_other(op: _Pending, token: str) -> Tuple[str, Dict[str, Any], Slot
         if op.shards and shard_count(model) > 1:
             # created in this same transaction; a larger number recorded (a shrink not yet folded) is kept
             actions.append(SHARD_COUNT.set(SHARD_COUNT | shard_count(model)))
-        request = instance.get_update_kwargs_from_instance(actions, condition=condition,
+        request = _pynamodb(instance).get_update_kwargs_from_instance(actions, condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)
         return "Update", request, Slot("other", model, op.key, instance)
     assert op.condition is not None
     request = _key_request(model, op.key, condition=op.condition)
     return "ConditionCheck", request, Slot("other", model, op.key)
+
+
+def _pynamodb(instance: Model) -> Any:
+    """``instance`` as PynamoDB sees it, past :class:`~pynamodb_counters.CounterMixin`: the mixin refuses its
+    request helpers to other callers (PynamoDB's ``TransactWrite``), which would bypass counting."""
+    for klass in type(instance).__mro__:
+        if MIXIN_MARKER in vars(klass):
+            return super(klass, instance)
+    return instance
 
 
 def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[Tuple[ItemId, str, Dict[str, Any],
