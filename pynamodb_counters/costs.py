@@ -12,9 +12,15 @@ you can plan a table. Rules (on-demand and provisioned alike):
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import math
+from typing import Any, Dict
 
-__all__ = ["READ_UNIT_BYTES", "WRITE_UNIT_BYTES", "read_units", "write_units"]
+__all__ = ["ITEM_LIMIT_BYTES", "READ_UNIT_BYTES", "WRITE_UNIT_BYTES", "item_bytes", "read_units", "write_units"]
+
+ITEM_LIMIT_BYTES = 400 * 1024
+"""DynamoDB's largest item: 400 KB, attribute names included."""
 
 WRITE_UNIT_BYTES = 1024
 READ_UNIT_BYTES = 4096
@@ -47,3 +53,39 @@ def read_units(total_bytes: int, *, consistent: bool = True, transactional: bool
     if transactional:
         return float(units * 2)
     return float(units) if consistent else units / 2
+
+
+def item_bytes(item: Dict[str, Any]) -> int:
+    """The size DynamoDB counts for a serialized item (``{"name": {"S": "..."}}``): each attribute's name plus its
+    value, by DynamoDB's documented rules (strings and binaries by their bytes, numbers about one byte per two
+    significant digits plus one, 1 byte for a boolean or null, 3 bytes of overhead per list or map)."""
+    return sum(len(name.encode("utf-8")) + _value_bytes(value) for name, value in item.items())
+
+
+def _value_bytes(value: Dict[str, Any]) -> int:
+    kind, raw = next(iter(value.items()))
+    if kind == "S":
+        return len(raw.encode("utf-8"))
+    if kind == "N":
+        digits = raw.lstrip("-+").replace(".", "").split("e")[0].split("E")[0].strip("0")
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(_binary(raw))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_bytes({kind[0]: element}) for element in raw)
+    if kind == "L":
+        return 3 + sum(1 + _value_bytes(element) for element in raw)
+    if kind == "M":
+        return 3 + item_bytes(raw) + len(raw)
+    raise ValueError(f"not a DynamoDB attribute value: {value!r}")
+
+
+def _binary(raw: Any) -> bytes:
+    if isinstance(raw, (bytes, bytearray)):
+        return bytes(raw)
+    try:  # PynamoDB 5 sends binaries base64-encoded
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return str(raw).encode("utf-8")

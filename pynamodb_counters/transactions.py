@@ -31,12 +31,14 @@ from .attributes import MIXIN_MARKER, SEQUENCE, WRITE_ID, check_counters_unchang
 from .compat import discriminator_of, key_attributes, key_of, serialize_key, version_condition
 from .connection import Sent, send
 from .context import counting_skipped
+from .costs import ITEM_LIMIT_BYTES, item_bytes
 from .exceptions import (
     CountingBypassError,
     InvalidTransactionError,
     MissingChildError,
     ParentKeyError,
     ParentNotFoundError,
+    TransactionError,
     TransactionTooLargeError,
 )
 from .outcomes import commit_plan, finish, interpret, refusals
@@ -247,8 +249,11 @@ class CountedTransaction:
         self._learn_key_only_deletes()
         for attempt in range(1, policy.max_attempts + 1):
             plan = self.plan()
-            sent = send(plan.slots[0].model, plan.items, plan.token, policy=policy,
-                        return_consumed_capacity=self.return_consumed_capacity)
+            try:
+                sent = send(plan.slots[0].model, plan.items, plan.token, policy=policy,
+                            return_consumed_capacity=self.return_consumed_capacity)
+            except TransactionError as error:
+                raise _explain_size(plan, error) from error.cause
             if sent.response is None and refusals(plan, sent) is not None:
                 if attempt < policy.max_attempts and self._learn_stale_deletes(plan, sent):
                     # the refused attempt wrote nothing: again, from the stored state, as a new request
@@ -332,6 +337,32 @@ def _create_missing_shards(error: ParentNotFoundError) -> bool:
         return create_shards(error.model, [error.key]) > 0
     except (CounterError, PynamoDBException):  # the parent is gone (DoesNotExist), or kept changing
         return False
+
+
+def _explain_size(plan: Plan, error: TransactionError) -> TransactionError:
+    """``error``, or, when DynamoDB refused an item as too large, an error that says how much of the largest Put
+    the library adds (the write id, a sharded parent's shard count), and whether the item fits without it."""
+    if error.cause_response_code != "ValidationException" or "size" not in str(error).lower():
+        return error
+    puts = []
+    for item, slot in zip(plan.items, plan.slots):
+        stored = item.get("Put", {}).get("Item", {})
+        own = {name: value for name, value in stored.items() if name not in _LIBRARY_ATTRIBUTES}
+        if len(own) < len(stored):
+            puts.append((item_bytes(stored), item_bytes(own), slot))
+    if not puts:
+        return error
+    whole, own_bytes, slot = max(puts, key=lambda put: put[0])
+    verdict = (": it fits DynamoDB's item limit without them, not with them" if whole > ITEM_LIMIT_BYTES >= own_bytes
+               else "")
+    return TransactionError(
+        f"DynamoDB refused an item as too large. {slot.model.__name__} {slot.key!r} is {own_bytes} bytes of its own "
+        f"plus {whole - own_bytes} bytes the library stores with it (its write id {WRITE_ID!r}, which recognises a "
+        f"retried write){verdict}. DynamoDB allows {ITEM_LIMIT_BYTES} bytes per item, attribute names included: keep "
+        f"counted items {whole - own_bytes} bytes further under it. Nothing was written ({error})", error.cause)
+
+
+_LIBRARY_ATTRIBUTES = frozenset((WRITE_ID, SHARD_COUNT.attr_name))
 
 
 def _next_token(token: str) -> str:
