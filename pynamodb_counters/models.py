@@ -41,7 +41,9 @@ class CounterMixin:
       :class:`~pynamodb_counters.WriteResult`, or raises :class:`~pynamodb_counters.exceptions.DuplicateChildError`
       when the child exists (``ignore_duplicate=True`` returns a result with ``duplicate=True`` instead). To
       change a stored child, use ``update()``.
-    * ``delete()`` is the mirror (``ignore_missing=True`` for a quiet no-op on an absent child).
+    * ``delete()`` is the mirror (``ignore_missing=True`` for a quiet no-op on an absent child). It counts off
+      the parents of the *stored* child, whatever the instance holds: an instance edited in memory, or built from
+      its key alone, is corrected from the stored item in the same call.
     * ``update()`` refuses actions on its key and on the attributes its relations read.
 
     On a **parent** (a model with :class:`~pynamodb_counters.CounterField` attributes), ``save()`` is an

@@ -135,7 +135,11 @@ class CountedTransaction:
     def delete(self, instance: Model, condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
         """Delete ``instance``: counted (a guarded Delete plus negative deltas) when its model is a counted
-        child, otherwise an ordinary Delete."""
+        child, otherwise an ordinary Delete.
+
+        The deltas go to the parents of the stored child: the Delete is conditioned on the attributes that decide
+        them holding the instance's values, and :meth:`commit` learns the stored ones from a refusal (or, for an
+        instance built from its key alone, from one strongly consistent GetItem) and sends again."""
         self._check_open()
         model = type(instance)
         _check_condition(condition)
