@@ -1,0 +1,68 @@
+"""tox's in-tree plugin: finds the interpreters pyenv keeps off PATH, and names the envs a run had to skip.
+
+tox looks for ``python3.9`` ... ``python3.13`` on PATH. pyenv installs them under ``$(pyenv root)/versions`` and
+exposes only the selected ones, so this adds the newest patch release of each minor version found there to PATH.
+An interpreter still missing makes tox skip its envs (``skip_missing_interpreters``, for laptops; CI refuses to
+skip); the run then ends with a line that names them and says how to get the interpreter.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from tox.plugin import impl
+from tox.tox_env.api import ToxEnv
+
+MINORS = ("3.9", "3.10", "3.11", "3.12", "3.13")
+_wanted: List[str] = []  # the interpreter each env of this run needs
+
+
+def _pyenv_root() -> Optional[Path]:
+    try:
+        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    root = Path(out.strip() or os.environ.get("PYENV_ROOT", "") or Path.home() / ".pyenv")
+    return root if (root / "versions").is_dir() else None
+
+
+def _add_pyenv_interpreters() -> None:
+    root = _pyenv_root()
+    if root is None:
+        return
+    found = []
+    for minor in MINORS:
+        if shutil.which(f"python{minor}"):
+            continue
+        patches = [p for p in (root / "versions").glob(f"{minor}.*") if re.fullmatch(rf"{minor}\.\d+", p.name)]
+        patches.sort(key=lambda p: int(p.name.split(".")[2]))
+        if patches and (patches[-1] / "bin" / f"python{minor}").exists():
+            found.append(str(patches[-1] / "bin"))
+    if found:
+        os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *found])
+
+
+@impl
+def tox_env_teardown(tox_env: ToxEnv) -> None:
+    match = re.match(r"py3(\d+)", tox_env.name)
+    _wanted.append(f"3.{match.group(1)}" if match else "")
+
+
+def _report_missing() -> None:
+    missing = sorted({minor for minor in _wanted if minor and not shutil.which(f"python{minor}")},
+                     key=lambda minor: int(minor.split(".")[1]))
+    if missing:
+        names = ", ".join(f"python{minor}" for minor in missing)
+        sys.stderr.write(
+            f"\ntox: SKIPPED every env needing {names}: not on PATH nor under pyenv's root. Install it (for example "
+            f"`pyenv install {missing[0]}`) and run tox again; CI (.ci/run) refuses to skip.\n")
+
+
+_add_pyenv_interpreters()
+atexit.register(_report_missing)
