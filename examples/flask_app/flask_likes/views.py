@@ -3,6 +3,8 @@ The HTTP endpoints: create and read a post, like and unlike it, read its cached 
 """
 from __future__ import annotations
 
+import json
+
 import re
 import time
 from typing import Any, Dict, Optional
@@ -46,8 +48,17 @@ def _idempotency_token() -> Optional[str]:
 
 
 def _body() -> Dict[str, Any]:
-    body = request.get_json(silent=True)
-    return body if isinstance(body, dict) else {}
+    """The JSON object in the body; ``{}`` without a body or without the JSON content type (as in the Django
+    example); 400 for a JSON body that does not parse or is not an object."""
+    if not request.is_json or not request.get_data():
+        return {}
+    try:
+        body = json.loads(request.get_data())
+    except ValueError:
+        abort(400, "the body must be JSON")
+    if not isinstance(body, dict):
+        abort(400, "the body must be a JSON object")
+    return body
 
 
 @bp.post("/posts/<post_id>")

@@ -20,9 +20,11 @@ os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ["AWS_SESSION_TOKEN"] = "testing"
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_PROFILE", None)
-
+# The app reads FLASK_-prefixed settings from the environment (the README's "Run it" exports
+# FLASK_DYNAMODB_HOST): the tests' apps name every setting they depend on, so a shell's settings never reach them.
 TABLE = "LikesTest"
 REGION = "us-east-1"
+TEST_CONFIG = {"TESTING": True, "DYNAMODB_TABLE": TABLE, "DYNAMODB_HOST": None, "AWS_REGION": REGION}
 
 
 def table_items() -> List[Dict[str, Any]]:
@@ -62,8 +64,7 @@ def app(request: pytest.FixtureRequest) -> Iterator[Flask]:
     After the test, every stored counter must equal the number of stored like items.
     """
     with mock_aws():
-        app = create_app({"TESTING": True, "DYNAMODB_TABLE": TABLE, "AWS_REGION": REGION,
-                          "DUPLICATE_LIKE_STATUS": getattr(request, "param", 409)})
+        app = create_app({**TEST_CONFIG, "DUPLICATE_LIKE_STATUS": getattr(request, "param", 409)})
         app.extensions["likes_models"].post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         yield app
         assert_counters_exact()

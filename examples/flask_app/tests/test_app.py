@@ -12,7 +12,7 @@ from pynamodb_counters.exceptions import RetriesExhaustedError, TransactionError
 
 from flask_likes import create_app
 
-from .conftest import like_items, stored_tally, table_items
+from .conftest import TEST_CONFIG, like_items, stored_tally, table_items
 
 LIKE = "/posts/p1/likes/{}"
 
@@ -209,3 +209,23 @@ def test_create_table_command(app: Flask) -> None:
 def test_duplicate_like_status_is_checked() -> None:
     with pytest.raises(ValueError, match="DUPLICATE_LIKE_STATUS"):
         create_app({"DUPLICATE_LIKE_STATUS": 400})
+
+
+@pytest.mark.parametrize("body", [b"not json", b"{", b'["a list"]', b"7"])
+def test_a_json_body_that_is_not_a_json_object_is_400_and_nothing_is_written(
+        client: FlaskClient, make_post: Callable[[str], None], body: bytes) -> None:
+    make_post("p1")
+    response = client.put(LIKE.format("u1"), data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json["error"] in ("the body must be JSON", "the body must be a JSON object")
+    assert like_items("p1") == []
+    assert client.post("/posts/p2", data=body, content_type="application/json").status_code == 400
+    assert client.get("/posts/p2").status_code == 404
+
+
+def test_the_tests_ignore_the_shells_flask_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLASK_DYNAMODB_HOST", "http://127.0.0.1:9")  # as after the README's "Run it"
+    monkeypatch.setenv("FLASK_DYNAMODB_TABLE", "Elsewhere")
+    app = create_app(TEST_CONFIG)
+    models = app.extensions["likes_models"]
+    assert (models.post.Meta.host, models.post.Meta.table_name) == (None, "LikesTest")
