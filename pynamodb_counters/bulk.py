@@ -4,13 +4,25 @@ one parent merged into a single Update per transaction.
 
 ::
 
-    result = bulk_save(likes)             # 10,000 likes across 100 posts: about 101 transactions
-    result.added, result.rejected, result.failed
+    result = bulk_save(likes)             # 10,000 likes across 100 posts: 102 transactions
+    result.added, result.rejected, result.failed, result.requests
 
 Children are grouped by parent, so a transaction of 99 likes of one post is 99 Puts and one Update: about 2 WCU a
-like instead of 4. **Atomicity is per transaction**: each chunk commits or not as a whole, never the whole call.
-A duplicate (or a missing child, a missing parent, an underflow) inside a chunk does not sink the others: the
-refused children are reported and the rest of the chunk is sent again, without them, as a new transaction.
+like instead of 4. A chunk is sized with every action it carries: a child that is itself a parent with sharded
+counters brings its shard items along (a Track with ``CounterField(shards=4)`` is 4 actions, plus its parent's
+Update). Every chunk is planned before the first is sent, so an error in the input (a bypass, a bad key, a child
+too large for any chunk) is raised with nothing written.
+
+**Atomicity is per transaction**: each chunk commits or not as a whole, never the whole call. A duplicate (or a
+missing child, a missing parent, an underflow) inside a chunk does not sink the others: the refused children are
+reported and the rest of the chunk is sent again, without them, as a new transaction. A refused child is
+reported with the error its own single write would raise (a missing child of a missing post is a
+``ParentNotFoundError``, as ``delete()`` raises; :doc:`errors` gives the order).
+
+**The call always reports what committed.** A chunk that fails with a library error (retries exhausted, a
+request DynamoDB rejects) is reported per child as ``"failed"`` and the next chunks are still sent; any other
+exception stops the call as :class:`BulkWriteError`, whose ``result`` holds every committed child.
+:attr:`BulkResult.requests` counts the ``TransactWriteItems`` requests made, every attempt included.
 """
 from __future__ import annotations
 
