@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
 
 import botocore.exceptions
 
@@ -41,12 +41,14 @@ class Sent:
 
 
 def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
-         return_consumed_capacity: str = "TOTAL") -> Sent:
+         return_consumed_capacity: str = "TOTAL", on_request: Optional[Callable[[], None]] = None) -> Sent:
     """Send ``items`` as one TransactWriteItems through ``model``'s connection settings.
 
     Transient failures (TransactionConflict cancellations, throttling, TransactionInProgress, 5xx, connection
     errors and timeouts) are retried under ``policy`` with the same token.
 
+    :param on_request: called once per request made (each attempt that botocore answered or failed with its own
+      error), whatever the outcome: how a caller counts requests, failed ones included.
     :raises TransactionError: a failure retrying cannot fix (validation, missing table, credentials...).
     :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts``.
     """
@@ -61,8 +63,9 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
         try:
             response: Dict[str, Any] = client.transact_write_items(
                 TransactItems=items, ClientRequestToken=token, ReturnConsumedCapacity=return_consumed_capacity)
-            return Sent(response, None, None, attempt, ambiguous)
         except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as error:
+            if on_request is not None:
+                on_request()
             failure = classify(error)
             if failure is None:
                 if isinstance(error, botocore.exceptions.ClientError) and \
@@ -78,6 +81,10 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
             last = error
             log.info("counted write %s: attempt %d/%d failed (%s%s)", token, attempt, policy.max_attempts,
                      failure.reason, ", may have committed" if failure.ambiguous else "")
+        else:
+            if on_request is not None:
+                on_request()
+            return Sent(response, None, None, attempt, ambiguous)
         if attempt < policy.max_attempts:
             policy.sleep(policy.delay(attempt))
     outcome = "may or may not have been applied" if ambiguous else "was not applied"

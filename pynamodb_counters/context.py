@@ -1,5 +1,9 @@
 """
 :func:`skip_counting`: the documented way to write children without counting them (backfills, migrations).
+
+The block's state is a :class:`_Scope` held in a context variable. Copies of the context (asyncio tasks,
+``contextvars.copy_context()``, executors that copy it) share the scope object, not a snapshot of it: when the
+block exits it closes its scope, so no copy made inside it keeps skipping afterwards.
 """
 from __future__ import annotations
 
@@ -9,11 +13,30 @@ from typing import FrozenSet, Iterator, Optional
 
 __all__ = ["counting_skipped", "skip_counting"]
 
-# None: nothing skipped; an empty set: every model skipped; otherwise the skipped models (and subclasses).
-_ALL: FrozenSet[type] = frozenset()
-_skipped: contextvars.ContextVar[Optional[FrozenSet[type]]] = contextvars.ContextVar(
-    "pynamodb_counters_skipped", default=None
-)
+
+class _Scope:
+    """One open :func:`skip_counting` block: the models it skips (all when empty), the enclosing block's scope,
+    and whether the block is still open."""
+
+    __slots__ = ("models", "outer", "open")
+
+    def __init__(self, models: FrozenSet[type], outer: Optional[_Scope]) -> None:
+        self.models = models
+        self.outer = outer
+        self.open = True
+
+    def skips(self, model: type) -> bool:
+        """Whether this block, or an enclosing one, is open and skips ``model``."""
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if scope.open and (not scope.models or any(issubclass(model, m) for m in scope.models)):
+                return True
+            scope = scope.outer
+        return False
+
+
+_scope: contextvars.ContextVar[Optional[_Scope]] = contextvars.ContextVar("pynamodb_counters_skipped",
+                                                                          default=None)
 
 
 @contextlib.contextmanager
@@ -25,6 +48,12 @@ def skip_counting(*models: type) -> Iterator[None]:
     Counters drift by whatever is written inside: audit and repair them afterwards. The block is local to the
     current thread (and asyncio task); other threads keep counting.
 
+    Tasks and callbacks that inherit a copy of the context from inside the block (an ``asyncio`` task created in
+    it, ``contextvars.copy_context().run(...)`` in another thread) skip counting **while the block is open**, and
+    count again as soon as it exits, even if they are still running: no write that starts after the block exits
+    is skipped by it. A write that had already started (decided to skip) when the block exited finishes as an
+    uncounted write.
+
     ::
 
         with skip_counting(Like):
@@ -32,23 +61,16 @@ def skip_counting(*models: type) -> Iterator[None]:
                 for like in imported_likes:
                     batch.save(like)
     """
-    current = _skipped.get()
-    if current is not None and not current:  # everything is already skipped
-        added: FrozenSet[type] = _ALL
-    elif not models:
-        added = _ALL
-    else:
-        added = frozenset(models) | (current or frozenset())
-    token = _skipped.set(added)
+    scope = _Scope(frozenset(models), _scope.get())
+    token = _scope.set(scope)
     try:
         yield
     finally:
-        _skipped.reset(token)
+        scope.open = False
+        _scope.reset(token)
 
 
 def counting_skipped(model: type) -> bool:
-    """Whether writes of ``model`` are uncounted here (inside a matching :func:`skip_counting` block)."""
-    skipped = _skipped.get()
-    if skipped is None:
-        return False
-    return not skipped or any(issubclass(model, m) for m in skipped)
+    """Whether writes of ``model`` are uncounted here (inside an open, matching :func:`skip_counting` block)."""
+    scope = _scope.get()
+    return scope is not None and scope.skips(model)

@@ -10,12 +10,15 @@ Every signal's sender is the child model class, so a receiver can listen to one 
         ...
 
 Receivers always take ``**extra``: later versions may add keyword arguments. Signals are sent after DynamoDB
-answered, in the thread that made the write. A receiver that raises is logged (logger
-``pynamodb_counters.signals``) and ignored: it never undoes, hides or fails a committed write, nor turns a
-rejection into another error.
+answered, in the thread that made the write, with blinker's rules: a muted signal (``with
+signals.child_added.muted():``) calls no receiver, and an ``async def`` receiver is refused with blinker's own
+``RuntimeError`` (the write is synchronous, so there is no ``send_async``). A receiver that raises (that refusal
+included) is logged (logger ``pynamodb_counters.signals``) and ignored: it never undoes, hides or fails a
+committed write, nor turns a rejection into another error.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
@@ -85,12 +88,41 @@ counter_repaired = _signals.signal("counter-repaired", doc="""\
 
 
 def send_safely(signal: NamedSignal, sender: Any, **kwargs: Any) -> None:
-    """Call each receiver of ``signal`` for ``sender``, logging and swallowing what a receiver raises."""
-    if not signal.receivers:
+    """Send ``signal`` for ``sender`` as blinker's ``Signal.send`` does, except that what a receiver raises is
+    logged and swallowed (the other receivers still run).
+
+    As in blinker: nothing is called while the signal is :meth:`~blinker.Signal.muted`, and a coroutine function
+    receiver is refused with blinker's own ``RuntimeError`` (logged here), never called, so no coroutine is left
+    un-awaited. A plain receiver that returns a coroutine gets it closed, and an error logged.
+    """
+    if getattr(signal, "is_muted", False) or not signal.receivers:
         return
     for receiver in signal.receivers_for(sender):
         try:
-            receiver(sender, **kwargs)
+            if inspect.iscoroutinefunction(receiver):
+                raise RuntimeError(_COROUTINE_REFUSED)
+            returned = receiver(sender, **kwargs)
+            if inspect.iscoroutine(returned):
+                returned.close()
+                raise RuntimeError(f"{receiver!r} returned a coroutine, which was closed unawaited: counted writes "
+                                   f"send signals synchronously")
         except Exception:
             log.exception("a receiver of pynamodb_counters.signals.%s raised; the write stands",
                           signal.name.replace("-", "_"))
+
+
+def _blinker_refusal() -> str:
+    """What blinker's ``Signal.send`` raises for a coroutine function receiver."""
+    async def receiver(sender: Any) -> None:  # pragma: no cover - never called
+        pass
+
+    probe = NamedSignal("probe")
+    probe.connect(receiver, weak=False)
+    try:
+        probe.send(None)
+    except RuntimeError as refusal:
+        return str(refusal)
+    return "Cannot send to a coroutine function."  # pragma: no cover - blinker before 1.6
+
+
+_COROUTINE_REFUSED = _blinker_refusal()
