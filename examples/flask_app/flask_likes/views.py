@@ -4,7 +4,6 @@ The HTTP endpoints: create and read a post, like and unlike it, read its cached 
 from __future__ import annotations
 
 import json
-
 import re
 import time
 from typing import Any, Dict, Optional
