@@ -254,3 +254,11 @@ class CorruptCounterError(CounterError):
         self.key = key
         self.attribute = attribute
         self.stored = stored
+
+    @classmethod
+    def of(cls, model: Type[Model], key: Tuple[Any, ...], attribute: str, stored: Any) -> CorruptCounterError:
+        """The error for ``model``'s item ``key``, whose counter ``attribute`` holds ``stored``."""
+        return cls(f"{model.__name__} {key!r}: {attribute} holds {stored}, which is not a whole number (written "
+                   f"outside the library?). Audit and repair it (pynamodb_counters.reconcile, or the "
+                   f"pynamodb-counters command), or set it with set_counter()",
+                   model=model, key=key, attribute=attribute, stored=stored)
