@@ -123,7 +123,7 @@ class CounterField(Attribute[int]):
             from .exceptions import CorruptCounterError
 
             raise CorruptCounterError.of(self.model, key_of(instance), str(self.name), value)
-        return value
+        return value  # type: ignore[no-any-return]
 
     def serialize(self, value: Any) -> str:
         """Encode an integer count as a DynamoDB number (or a stored value that is not whole, as loaded, so a

@@ -197,14 +197,14 @@ def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: 
                                        f"was written", sent.error, **common)
     attributes = model.get_attributes()
     for name, delta in slot.deltas.items():
-        stored: Any = stored_of(item, attributes[name].attr_name)  # exact: a number that is not whole stays one
-        if delta < 0 and (stored is None or stored < -delta):
-            whole = "" if not isinstance(stored, Decimal) else ", not a whole number (written outside the library?),"
+        count: Any = stored_of(item, attributes[name].attr_name)  # exact: a number that is not whole stays one
+        if delta < 0 and (count is None or count < -delta):
+            whole = "" if not isinstance(count, Decimal) else ", not a whole number (written outside the library?),"
             return CounterUnderflowError(
-                f"{model.__name__}.{name} of {slot.key!r} holds {stored}{whole} so removing {-delta} would take it "
+                f"{model.__name__}.{name} of {slot.key!r} holds {count}{whole} so removing {-delta} would take it "
                 f"below zero: the counter has drifted. Recount its children and repair it with set_counter(). "
                 f"Nothing was written", sent.error,
-                attribute=name, stored=stored, **common)
+                attribute=name, stored=count, **common)
     return ConditionFailedError(f"the condition on parent {where} was not met", sent.error, **common)
 
 

@@ -11,8 +11,9 @@ Audit counters against their children, and repair the drifted ones while the app
 An audit returns data, never logs: one :class:`Drift` per counter that differs from the number of its children
 (a stored value that is not a whole number included), one :class:`Unverifiable` per parent fed by a relation
 this process has not loaded (every counted write records the relations feeding the counters it changes, see
-:data:`~pynamodb_counters.attributes.FED_BY`), and totals. A repair applies only the difference, and only if neither the counter nor the parent's counted-write
-sequence moved since they were observed; otherwise it recounts that parent and tries again. A like that lands
+:data:`~pynamodb_counters.attributes.FED_BY`), and totals. A repair applies only the difference, and only if
+neither the counter nor the parent's counted-write sequence moved since they were observed; otherwise it
+recounts that parent and tries again. A like that lands
 during a repair is never lost or counted twice, and a parent fed by a relation that is not loaded is refused.
 
 Children are counted by each relation feeding the counter: a strongly consistent ``Select=COUNT`` Query of the
@@ -23,7 +24,6 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.constants import COUNT

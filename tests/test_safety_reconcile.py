@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.exceptions import PutError
 
@@ -165,8 +164,9 @@ def test_case1_repair_refuses_a_counter_fed_by_a_relation_that_is_not_loaded(
         {"model": "Post", "key": [pk, "META"], "attribute": "like_tally",
          "unloaded": ["app.reactions:Reaction.post"],
          "reason": "unverifiable: fed by app.reactions:Reaction.post, which is not loaded"} for pk in ("P1", "P2")]
-    assert err.strip().splitlines() == ["pynamodb-counters: 2 parents unverifiable: fed by app.reactions:Reaction.post, "
-                                        "not loaded; load the modules declaring them with --import MODULE"]
+    assert err.strip().splitlines() == [
+        "pynamodb-counters: 2 parents unverifiable: fed by app.reactions:Reaction.post, not loaded; load the modules "
+        "declaring them with --import MODULE"]
     code, out, err = run(capsys, "audit", "app.posts:Post.like_tally", "--import", "app.reactions")
     assert code == 0 and "2 parents checked, 0 drifted" in out and err == ""
 

@@ -16,7 +16,7 @@ def expand(request: dict, field: str) -> str:
     names = request.get("ExpressionAttributeNames", {})
     values = request.get("ExpressionAttributeValues", {})
     text = re.sub(r"#\w+", lambda m: names[m.group(0)], request[field])
-    def value(match: "re.Match[str]") -> str:
+    def value(match: re.Match[str]) -> str:
         written = next(iter(values[match.group(0)].values()))
         return written if isinstance(written, str) else "{" + ", ".join(sorted(written)) + "}"  # a set
 
@@ -38,7 +38,8 @@ def test_a_like_is_the_documented_transaction() -> None:
     assert expand(put["Put"], "ConditionExpression") == "attribute_not_exists (pk)"
     assert put["Put"]["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     assert update["Update"]["Key"] == {"pk": {"S": "POST#a91f"}, "sk": {"S": "META"}}
-    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally 1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
+    assert expand(update["Update"], "UpdateExpression") == \
+        "ADD like_tally 1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
     assert expand(update["Update"], "ConditionExpression") == "attribute_exists (pk)"
     assert [slot.kind for slot in plan.slots] == ["put", "parent"]
 
@@ -48,7 +49,8 @@ def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:
     transaction.delete(like("7c20"))
     delete, update = transaction.plan().items
     assert expand(delete["Delete"], "ConditionExpression") == "attribute_exists (pk)"
-    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally -1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
+    assert expand(update["Update"], "UpdateExpression") == \
+        "ADD like_tally -1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
     assert expand(update["Update"], "ConditionExpression") == \
         "(attribute_exists (pk) AND (like_tally >= 1 OR _cshards > 1))"  # the floor, but for a pending shard fold
 
