@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Dict, Iterable, Optional, Tuple, Type
+from decimal import Decimal
+from typing import Any, Dict, Iterable, Optional, Tuple, Type, TypeVar, Union, overload
 
-from pynamodb.attributes import Attribute, NumberAttribute
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeSetAttribute
 from pynamodb.constants import NUMBER
 
 from .exceptions import ConfigurationError
 
-__all__ = ["MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged", "counters_of",
-           "require_mixin"]
+__all__ = ["FED_BY", "MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged",
+           "counters_of", "feeder_id", "require_mixin"]
 
 MIXIN_MARKER = "_pynamodb_counters_mixin"
 """Set in :class:`~pynamodb_counters.CounterMixin`'s own namespace, so declarations can find it in a model's MRO."""
@@ -27,6 +28,21 @@ SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
 does every repair. A repair conditions on it, so no counted write can land unseen between an audit's count
 and the repair, not even a like and an unlike that leave the counter where it was."""
 
+FED_BY: Attribute[Any] = UnicodeSetAttribute(attr_name="_cfeed")
+"""The relations that have fed each counter of a parent item (or shard item): every counted write adds, in the
+same Update, one entry per counter it changes and per relation feeding that counter in the writing process,
+``"<counter attribute name><<module>:<child model>.<relation>"`` (``like_tally<app.reactions:Reaction.post``).
+An audit that cannot see one of them reports the parent as unverifiable instead of counting too few children."""
+
+
+def feeder_id(relation: Any) -> str:
+    """A relation's name, the same in every process: ``module:ChildModel.relation``."""
+    child = relation.child_model
+    return f"{child.__module__}:{child.__qualname__}.{relation.name}"
+
+
+_C = TypeVar("_C", bound="CounterField")
+
 # Loaded counter values, to tell a counter set by hand from one read from DynamoDB. PynamoDB deserializes an
 # attribute and then assigns it, in that order and in one thread, into a fresh ``attribute_values`` dict; the
 # snapshot is tied to that dict, so a reload that lacks the attribute does not inherit a stale value.
@@ -39,7 +55,12 @@ class CounterField(Attribute[int]):
 
     It reads like any attribute (``post.like_tally`` is an ``int``, one GetItem away) and is never null: a new
     parent starts at ``0``, and a parent whose item lacks the attribute (a counter added to an existing model)
-    reads ``0`` until a child is counted or a repair sets it.
+    reads ``0`` until a child is counted or a repair sets it. An audit still reports such a parent as drift
+    (stored ``None``), even with no children: a repair then writes the attribute.
+
+    A stored value that is not a whole number (written by hand, ``ADD like_tally 0.5``) is never truncated:
+    reading ``post.like_tally`` raises :class:`~pynamodb_counters.exceptions.CorruptCounterError` naming the
+    item, and an audit reports it as drift.
 
     Only counted writes change it: ``child.save()`` and ``child.delete()`` add deltas inside their transaction,
     a parent's ``save()`` never overwrites it, ``update()`` refuses actions on it, and
@@ -89,17 +110,38 @@ class CounterField(Attribute[int]):
                 snapshot = instance.__dict__[_LOADED] = (instance.attribute_values, {})
             snapshot[1][self.name] = value
 
+    @overload
+    def __get__(self: _C, instance: None, owner: Any) -> _C: ...
+
+    @overload
+    def __get__(self: _C, instance: Any, owner: Any) -> int: ...
+
+    def __get__(self: _C, instance: Any, owner: Any) -> Union[_C, int]:
+        value = super().__get__(instance, owner)
+        if isinstance(value, Decimal) and instance is not None and self.model is not None:
+            from .compat import key_of
+            from .exceptions import CorruptCounterError
+
+            raise CorruptCounterError.of(self.model, key_of(instance), str(self.name), value)
+        return value  # type: ignore[no-any-return]
+
     def serialize(self, value: Any) -> str:
-        """Encode an integer count as a DynamoDB number."""
+        """Encode an integer count as a DynamoDB number (or a stored value that is not whole, as loaded, so a
+        condition can name it)."""
+        if isinstance(value, Decimal):
+            return str(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"a counter holds an int, not {value!r}")
         return json.dumps(value)
 
     def deserialize(self, value: str) -> int:
-        """Decode a DynamoDB number into an ``int``."""
-        count = int(json.loads(value))
+        """Decode a DynamoDB number into an ``int``; a number that is not whole is kept exactly, as a
+        :class:`~decimal.Decimal`, and reading it from the instance raises
+        :class:`~pynamodb_counters.exceptions.CorruptCounterError`."""
+        number = Decimal(value)
+        count: Any = int(number) if number == number.to_integral_value() else number
         _loading.last = (self, count)
-        return count
+        return count  # type: ignore[no-any-return]
 
     def total(self, parent: Any, *, consistent_read: bool = False) -> int:
         """Read this counter's total for one parent (a model instance, a hash key value or a ``(hash, range)``

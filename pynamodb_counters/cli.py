@@ -1,37 +1,67 @@
 """
 The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair`` and ``reshard``.
 
-Exit codes: ``0`` success (no drift; every drift repaired), ``1`` drift found or not all repaired, ``2`` usage
-or configuration error, with a one-line message on stderr.
+Exit codes: ``0`` success (no drift; every drift repaired), ``1`` drift found or not all repaired, ``2`` anything
+else: a usage or configuration error, parents that cannot be verified (fed by relations whose modules were not
+loaded: ``--import``), or any error at all, with a one-line message on stderr (the traceback with ``--debug``).
 """
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import csv
 import importlib
 import json
 import sys
 import time
-from typing import Any, List, Optional, TextIO, Tuple, Union
+from typing import Any, Dict, List, NoReturn, Optional, TextIO, Tuple, Union
 
-import botocore.exceptions
-from pynamodb.exceptions import PynamoDBException
+from pynamodb.constants import BINARY, NUMBER
 
 from . import __version__
 from .attributes import CounterField
+from .compat import key_attributes
 from .exceptions import ConfigurationError, CounterError
 from .reconcile import AuditReport, RepairReport, audit, repair
 from .relations import Relation, counters_of, feeders_of
+from .reports import json_key
 from .resharding import reshard
 
 __all__ = ["main"]
 
 Target = Union[CounterField, Relation]
+PROG = "pynamodb-counters"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line: ``pynamodb-counters: error: ... (see ... --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+def _at_least_one(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, not {raw!r}")
+    return value
+
+
+def _common(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--debug", action="store_true", help="on an error, show its traceback")
+
+
+def _models(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--import", action="append", metavar="MODULE", dest="imports", default=[],
+                         help="import this module first, to load models declaring more relations (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pynamodb-counters",
-                                     description="Exact reference counters for PynamoDB models.")
+    parser = _Parser(prog=PROG, description="Exact reference counters for PynamoDB models.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -39,13 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--endpoint-url", help="a DynamoDB endpoint; default: an embedded moto backend")
     demo.add_argument("--region", default="us-east-1")
     demo.add_argument("--table", default="Social", help="table name (created if missing)")
+    _common(demo)
     for name, text in (("audit", "compare counters with their children; exit 1 if any drifted"),
                        ("repair", "audit, then fix the drifted counters (a dry run unless --apply)")):
         command = commands.add_parser(name, help=text, description=text)
         command.add_argument("target", metavar="MODULE:Model.attribute",
                              help="the counter (myapp.models:Post.like_tally), or MODULE:Model for its only one")
         command.add_argument("--parent", action="append", metavar="KEY", dest="parents",
-                             help='a parent key: a hash key, or a JSON list ["POST#a91f", "META"] (repeatable)')
+                             help='a parent key: a hash key, or a JSON list ["POST#a91f", "META"] (repeatable); '
+                                  'numbers as numbers, binary in base64')
+        _models(command)
+        _common(command)
         command.add_argument("--limit", type=int, help="audit at most N parents of a Scan")
         command.add_argument("--segments", type=int, default=1,
                              help="parallel Scan segments, or threads for --parent keys (default 1)")
@@ -57,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         output.add_argument("--csv", action="store_true", help="print CSV rows")
         if name == "repair":
             command.add_argument("--apply", action="store_true", help="write the repairs (default: dry run)")
-            command.add_argument("--max-attempts", type=int, default=5,
+            command.add_argument("--max-attempts", type=_at_least_one, default=5,
                                  help="recounts per parent while live writes move it (default 5)")
     text = "give a counter SHARDS shards on every parent (or on --parent keys), keeping every count"
     command = commands.add_parser("reshard", help=text, description=text)
@@ -69,23 +103,51 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--endpoint-url", help="the DynamoDB endpoint (default: the models' Meta.host)")
     command.add_argument("--region", help="the AWS region (default: the models' Meta.region)")
     command.add_argument("--json", action="store_true", help="print one JSON object")
+    _models(command)
+    _common(command)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run the command line; return its exit code."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; return its exit code: ``0`` clean, ``1`` drift, ``2`` any other outcome."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error (already printed on one line)
+        return done.code if isinstance(done.code, int) else 2
     try:
         if args.command == "demo":
             from .demo import run
 
             return run(endpoint_url=args.endpoint_url, region=args.region, table=args.table)
+        for module in args.imports:
+            _import(module)
         if args.command == "reshard":
             return _reshard(args)
         return _reconcile(args)
-    except (CounterError, PynamoDBException, botocore.exceptions.BotoCoreError, ValueError) as error:
-        print(f"pynamodb-counters: {error}", file=sys.stderr)
+    except Exception as error:  # every failure is exit 2 and one line; the traceback on request
+        if args.debug:
+            raise
+        print(f"{PROG}: {describe(error)}", file=sys.stderr)
         return 2
+
+
+def describe(error: BaseException, hint: bool = True) -> str:
+    """One line for an error: the library's and PynamoDB's own messages as they are, any other error with its
+    type (and, with ``hint``, a pointer to ``--debug``)."""
+    from pynamodb.exceptions import PynamoDBException
+
+    if isinstance(error, (CounterError, PynamoDBException)):
+        text = str(error)
+    else:
+        text = f"{type(error).__name__}: {error}" + (" (run with --debug for the traceback)" if hint else "")
+    return " ".join(text.split())
+
+
+def _import(module_name: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except Exception as error:  # a module failing to import, for whatever reason, is a usage error
+        raise ConfigurationError(f"cannot import {module_name!r}: {type(error).__name__}: {error}") from error
 
 
 def resolve(spec: str) -> Target:
@@ -96,10 +158,7 @@ def resolve(spec: str) -> Target:
     module_name, _, path = spec.partition(":")
     if not module_name or not path:
         raise ConfigurationError(f"{spec!r}: expected MODULE:Model.attribute, such as myapp.models:Post.like_tally")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigurationError(f"cannot import {module_name!r}: {error}") from error
+    module = _import(module_name)
     model_name, _, attribute = path.partition(".")
     model = getattr(module, model_name, None)
     if not isinstance(model, type):
@@ -137,7 +196,8 @@ def _prepare(args: argparse.Namespace) -> Tuple[CounterField, Optional[List[Any]
     counter: CounterField = target.counter if isinstance(target, Relation) else target  # type: ignore[assignment]
     if args.endpoint_url or args.region:
         _point(counter, args.endpoint_url, args.region)
-    return counter, [_parse_key(raw) for raw in args.parents] if args.parents else None
+    assert counter.model is not None
+    return counter, [_parse_key(counter.model, raw) for raw in args.parents] if args.parents else None
 
 
 def _reconcile(args: argparse.Namespace) -> int:
@@ -150,12 +210,33 @@ def _reconcile(args: argparse.Namespace) -> int:
         progress.close()
     if args.command == "audit":
         _print_audit(report, args)
-        return 1 if report.drifts else 0
-    repairs = repair(report.drifts, max_attempts=args.max_attempts, dry_run=not args.apply)
+        return _unverified(report) or (1 if report.drifts else 0)
+    done: List[Any] = []
+    try:
+        for drift in report.drifts:  # one at a time: a failure still reports what was done
+            done.extend(repair([drift], max_attempts=args.max_attempts, dry_run=not args.apply).repairs)
+    except Exception as error:
+        if args.debug:
+            raise
+        _print_repair(report, RepairReport(tuple(done)), args, error=describe(error, hint=False))
+        raise
+    repairs = RepairReport(tuple(done))
     _print_repair(report, repairs, args)
+    if report.unverifiable or any(r.status == "refused" for r in repairs.repairs):
+        return _unverified(report) or 2
     if not args.apply:
         return 1 if report.drifts else 0
     return 0 if repairs.complete else 1
+
+
+def _unverified(report: AuditReport) -> int:
+    """Exit 2 with one line on stderr when parents could not be verified; ``0`` when all could."""
+    if not report.unverifiable:
+        return 0
+    unloaded = sorted({name for u in report.unverifiable for name in u.unloaded})
+    print(f"{PROG}: {len(report.unverifiable)} parents unverifiable: fed by {', '.join(unloaded)}, not loaded; "
+          f"load the modules declaring them with --import MODULE", file=sys.stderr)
+    return 2
 
 
 def _point(counter: CounterField, endpoint_url: Optional[str], region: Optional[str]) -> None:
@@ -169,14 +250,45 @@ def _point(counter: CounterField, endpoint_url: Optional[str], region: Optional[
         model._connection = None
 
 
-def _parse_key(raw: str) -> Any:
+def _parse_key(model: Any, raw: str) -> Any:
+    """A ``--parent`` value as a key of ``model``: a JSON list of its key values, or a bare hash key; each value
+    as the key attribute takes it (a number, bytes from base64, a date in PynamoDB's format)."""
     if raw.startswith("["):
         try:
-            key = json.loads(raw)
+            values = json.loads(raw)
         except json.JSONDecodeError as error:
             raise ConfigurationError(f"--parent {raw!r} is not a JSON list: {error}") from error
-        return tuple(key)
-    return raw
+        if not isinstance(values, list):
+            raise ConfigurationError(f"--parent {raw!r} is not a JSON list")
+    else:
+        values = [raw]
+    converted = [_key_value(attribute, value, raw) for attribute, value in zip(key_attributes(model), values)]
+    return tuple(converted + values[len(converted):])
+
+
+def _key_value(attribute: Any, value: Any, raw: str) -> Any:
+    where = f"--parent {raw!r}: {type(attribute).__name__} {attribute.attr_name}"
+    if not isinstance(value, str):
+        if attribute.attr_type == NUMBER and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        raise ConfigurationError(f"{where} takes a {'number' if attribute.attr_type == NUMBER else 'string'}, not "
+                                 f"{value!r}")
+    try:
+        if attribute.attr_type == NUMBER:
+            number = json.loads(value)
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise ValueError(value)
+            return number
+        if attribute.attr_type == BINARY:
+            return base64.b64decode(value, validate=True)
+        return attribute.deserialize(value)
+    except (ValueError, TypeError, binascii.Error) as error:
+        kind = {NUMBER: "a number", BINARY: "bytes in base64"}.get(attribute.attr_type, "a value it can read")
+        raise ConfigurationError(f"{where} takes {kind}: {error}") from error
+
+
+def _key_text(model: Any, key: Any) -> str:
+    return json.dumps(json_key(model, key))
 
 
 def _print_audit(report: AuditReport, args: argparse.Namespace) -> None:
@@ -188,40 +300,58 @@ def _print_audit(report: AuditReport, args: argparse.Namespace) -> None:
         writer = csv.writer(out)
         writer.writerow(["model", "key", "attribute", "stored", "actual"])
         for drift in report.drifts:
-            writer.writerow([drift.model.__name__, json.dumps(list(drift.key)), drift.attribute,
+            writer.writerow([drift.model.__name__, _key_text(drift.model, drift.key), drift.attribute,
                              "" if drift.stored is None else drift.stored, drift.actual])
+        for unverified in report.unverifiable:
+            writer.writerow([unverified.model.__name__, _key_text(unverified.model, unverified.key),
+                             unverified.attribute, "" if unverified.stored is None else unverified.stored,
+                             unverified.reason])
     else:
         for drift in report.drifts:
             stored = "missing" if drift.stored is None else drift.stored
-            print(f"{drift.model.__name__} {json.dumps(list(drift.key))} {drift.attribute}: stored {stored}, "
+            print(f"{drift.model.__name__} {_key_text(drift.model, drift.key)} {drift.attribute}: stored {stored}, "
                   f"actual {drift.actual}", file=out)
+        _print_unverifiable(report, out)
         print(_summary(report), file=out)
 
 
-def _print_repair(report: AuditReport, repairs: RepairReport, args: argparse.Namespace) -> None:
+def _print_unverifiable(report: AuditReport, out: TextIO) -> None:
+    for unverified in report.unverifiable:
+        print(f"{unverified.model.__name__} {_key_text(unverified.model, unverified.key)} {unverified.attribute}: "
+              f"{unverified.reason}", file=out)
+
+
+def _print_repair(report: AuditReport, repairs: RepairReport, args: argparse.Namespace,
+                  error: Optional[str] = None) -> None:
     out = sys.stdout
     if args.json:
-        json.dump(dict(report.as_dict(), applied=args.apply, **repairs.as_dict()), out)
+        record: Dict[str, Any] = dict(report.as_dict(), applied=args.apply, **repairs.as_dict())
+        if error is not None:
+            record["error"] = error
+        json.dump(record, out)
         out.write("\n")
     elif args.csv:
         writer = csv.writer(out)
         writer.writerow(["model", "key", "attribute", "stored", "actual", "status", "before", "after", "attempts"])
         for r in repairs.repairs:
-            writer.writerow([r.drift.model.__name__, json.dumps(list(r.drift.key)), r.drift.attribute,
+            writer.writerow([r.drift.model.__name__, _key_text(r.drift.model, r.drift.key), r.drift.attribute,
                              "" if r.drift.stored is None else r.drift.stored, r.drift.actual, r.status,
                              "" if r.before is None else r.before, r.after, r.attempts])
     else:
         for r in repairs.repairs:
             before = "missing" if r.before is None else r.before
             note = f" ({r.reason})" if r.reason else ""
-            print(f"{r.drift.model.__name__} {json.dumps(list(r.drift.key))} {r.drift.attribute}: {r.status} "
-                  f"{before} -> {r.after}{note}", file=out)
-        print(_summary(report) + ("" if args.apply else "; dry run, nothing written (use --apply)"), file=out)
+            print(f"{r.drift.model.__name__} {_key_text(r.drift.model, r.drift.key)} {r.drift.attribute}: "
+                  f"{r.status} {before} -> {r.after}{note}", file=out)
+        _print_unverifiable(report, out)
+        if error is None:
+            print(_summary(report) + ("" if args.apply else "; dry run, nothing written (use --apply)"), file=out)
 
 
 def _summary(report: AuditReport) -> str:
     estimate = " (cost-model estimate included)" if report.read_units_estimated else ""
-    return (f"{report.parents_checked} parents checked, {report.drifted} drifted, "
+    unverifiable = f", {len(report.unverifiable)} unverifiable" if report.unverifiable else ""
+    return (f"{report.parents_checked} parents checked, {report.drifted} drifted{unverifiable}, "
             f"{report.read_units:g} read units{estimate}")
 
 

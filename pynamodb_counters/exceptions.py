@@ -7,6 +7,7 @@ Every error derives from :class:`CounterError`. The hierarchy::
      +-- ConfigurationError        a declaration is wrong (raised at class definition or first use)
      +-- ParentKeyError            a relation's key function gave a key the parent model cannot use
      +-- CountingBypassError       the call would change children or counters without counting them
+ +-- CorruptCounterError       a counter holds a number that is not whole (written by hand); reads refuse it
      +-- InvalidTransactionError   a transaction DynamoDB would refuse: empty, one item twice, a child
      |    |                        counted on itself
      |    +-- TransactionTooLargeError  more than 100 actions
@@ -37,6 +38,7 @@ __all__ = [
     "CountedWriteError",
     "CounterError",
     "CounterUnderflowError",
+    "CorruptCounterError",
     "CountingBypassError",
     "DuplicateChildError",
     "IdempotencyMismatchError",
@@ -229,3 +231,34 @@ class RetriesExhaustedError(CounterError):
         self.attempts = attempts
         self.ambiguous = ambiguous
         self.token = token
+
+
+class CorruptCounterError(CounterError):
+    """A counter holds a number that is not a whole number (written by hand, outside the library, for example
+    ``ADD like_tally 0.5``). Reading it (:meth:`~pynamodb_counters.CounterField.total`, ``post.like_tally``)
+    raises this rather than truncating it; an audit reports it as drift and a repair fixes it.
+
+    :ivar model: the model class of the item.
+    :ivar key: the item's key as a tuple of Python values ``(hash,)`` or ``(hash, range)``.
+    :ivar attribute: the counter's Python attribute name.
+    :ivar stored: the value DynamoDB holds, exactly (a :class:`~decimal.Decimal`).
+    """
+
+    msg = "counter holds a number that is not whole"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
+                 model: Optional[Type[Model]] = None, key: Tuple[Any, ...] = (), attribute: str = "",
+                 stored: Any = None) -> None:
+        super().__init__(msg, cause)
+        self.model = model
+        self.key = key
+        self.attribute = attribute
+        self.stored = stored
+
+    @classmethod
+    def of(cls, model: Type[Model], key: Tuple[Any, ...], attribute: str, stored: Any) -> CorruptCounterError:
+        """The error for ``model``'s item ``key``, whose counter ``attribute`` holds ``stored``."""
+        return cls(f"{model.__name__} {key!r}: {attribute} holds {stored}, which is not a whole number (written "
+                   f"outside the library?). Audit and repair it (pynamodb_counters.reconcile, or the "
+                   f"pynamodb-counters command), or set it with set_counter()",
+                   model=model, key=key, attribute=attribute, stored=stored)

@@ -6,6 +6,7 @@ plan's slots. :func:`commit_plan` sends a plan, interprets the answer and sends 
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .attributes import WRITE_ID
@@ -26,7 +27,7 @@ from .results import WriteResult
 from .retries import RETRYABLE_REASONS, RetryPolicy
 from .shards import SHARD_COUNT, pending_fold_message, shard_count
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
-from .totals import count_of
+from .totals import count_of, stored_of
 
 __all__ = ["commit_plan", "finish", "interpret", "refusals", "signal_refusals"]
 
@@ -196,14 +197,14 @@ def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: 
                                        f"was written", sent.error, **common)
     attributes = model.get_attributes()
     for name, delta in slot.deltas.items():
-        raw = (item.get(attributes[name].attr_name) or {}).get("N")
-        stored = int(raw) if raw is not None else None
-        if delta < 0 and (stored is None or stored < -delta):
+        count: Any = stored_of(item, attributes[name].attr_name)  # exact: a number that is not whole stays one
+        if delta < 0 and (count is None or count < -delta):
+            whole = "" if not isinstance(count, Decimal) else ", not a whole number (written outside the library?),"
             return CounterUnderflowError(
-                f"{model.__name__}.{name} of {slot.key!r} holds {stored}, so removing {-delta} would take it below "
-                f"zero: the counter has drifted. Recount its children and repair it with set_counter(). Nothing "
-                f"was written", sent.error,
-                attribute=name, stored=stored, **common)
+                f"{model.__name__}.{name} of {slot.key!r} holds {count}{whole} so removing {-delta} would take it "
+                f"below zero: the counter has drifted. Recount its children and repair it with set_counter(). "
+                f"Nothing was written", sent.error,
+                attribute=name, stored=count, **common)
     return ConditionFailedError(f"the condition on parent {where} was not met", sent.error, **common)
 
 

@@ -8,10 +8,13 @@ Audit counters against their children, and repair the drifted ones while the app
         print(drift.key, drift.stored, drift.actual)
     repair(report.drifts)
 
-An audit returns data, never logs: one :class:`Drift` per counter that differs from the number of its children,
-and totals. A repair applies only the difference, and only if neither the counter nor the parent's counted-write
-sequence moved since they were observed; otherwise it recounts that parent and tries again. A like that lands
-during a repair is never lost or counted twice.
+An audit returns data, never logs: one :class:`Drift` per counter that differs from the number of its children
+(a stored value that is not a whole number included), one :class:`Unverifiable` per parent fed by a relation
+this process has not loaded (every counted write records the relations feeding the counters it changes, see
+:data:`~pynamodb_counters.attributes.FED_BY`), and totals. A repair applies only the difference, and only if
+neither the counter nor the parent's counted-write sequence moved since they were observed; otherwise it
+recounts that parent and tries again. A like that lands
+during a repair is never lost or counted twice, and a parent fed by a relation that is not loaded is refused.
 
 Children are counted by each relation feeding the counter: a strongly consistent ``Select=COUNT`` Query of the
 parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``counted_by(..., children=f)``.
@@ -21,24 +24,24 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 
-from .attributes import SEQUENCE, CounterField
+from .attributes import FED_BY, SEQUENCE, CounterField, feeder_id
 from .compat import key_attributes, serialize_key
 from .costs import read_units
 from .exceptions import ConfigurationError, TransactionError
 from .relations import ParentKey, Relation, all_relations, feeders_of, normalize_key
 from .repair import write_total
-from .reports import AuditReport, Drift, Repair, RepairReport
+from .reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
 from .shards import SHARD_COUNT, not_a_shard, shard_count
 from .signals import counter_repaired, send_safely
-from .totals import ShardItems, count_of, counter_shards, read_shards
+from .totals import ShardItems, Stored, count_of, counter_shards, read_shards, stored_of
 from .transactions import parent_condition
 
-__all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "audit", "repair"]
+__all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "Unverifiable", "audit", "repair"]
 
 Progress = Callable[[int, Optional[int]], None]
 DEFAULT_ITEM_BYTES = 200
@@ -62,23 +65,27 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     :param item_bytes: the item size the cost model assumes where the server reports no capacity.
     :param progress: called as ``progress(done, total)`` after each parent (``total`` is ``None`` for a Scan
       without ``limit``).
-    :raises ConfigurationError: a relation without ``prefix=`` or ``children=``, a Scan of a table shared with
-      other models when the parent model has neither a discriminator nor an ``audit_filter()``, or bad options.
+    :raises ConfigurationError: no relation feeding the counter is loaded, a relation without ``prefix=`` or
+      ``children=``, a Scan of a table shared with other models when the parent model has neither a
+      discriminator nor an ``audit_filter()``, or bad options.
     """
     auditor = _Auditor(target, item_bytes)
     if segments < 1 or workers < 1 or (limit is not None and limit < 0):
         raise ConfigurationError("segments and workers are at least 1, limit at least 0")
     drifts: List[Drift] = []
+    unverifiable: List[Unverifiable] = []
     lock = threading.Lock()
     checked = [0]
     total = None if parents is not None else limit
 
     def check(observation: _Observation) -> None:
-        drift = auditor.check(observation)
+        finding = auditor.check(observation)
         with lock:
             checked[0] += 1
-            if drift is not None:
-                drifts.append(drift)
+            if isinstance(finding, Drift):
+                drifts.append(finding)
+            elif finding is not None:
+                unverifiable.append(finding)
             if progress is not None:
                 progress(checked[0], total)
 
@@ -101,7 +108,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
             for _ in pool.map(run_segment, range(segments)):
                 pass
     ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
-    return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated)
+    return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated,
+                       tuple(sorted(unverifiable, key=lambda u: repr(u.key))))
 
 
 def check_scannable(model: Any) -> None:
@@ -160,7 +168,12 @@ def _table_sharers(model: Any) -> List[Any]:
     relations = [r for group in all_relations() for r in group]
     known = {r.child_model for r in relations} | {r.parent_model for r in relations}
     return [m for m in known if m.Meta.table_name == model.Meta.table_name and not issubclass(m, model)
-            and not issubclass(model, m)]
+            and not issubclass(model, m) and not _same_class(m, model)]
+
+
+def _same_class(one: Any, other: Any) -> bool:
+    """Whether two classes are one class defined twice (its module imported again): the same items."""
+    return bool(one.__module__ == other.__module__ and one.__qualname__ == other.__qualname__)
 
 
 def _filters_parents(model: Any) -> bool:
@@ -179,8 +192,15 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
     sequence has not moved; otherwise the parent is recounted and the repair tried again, up to
     ``max_attempts`` times. Sends :data:`~pynamodb_counters.signals.counter_repaired` for each repaired counter.
 
+    Before writing, each parent is read again (strongly consistent): a parent fed by a relation that is not
+    loaded in this process is refused (``status="refused"``), nothing written, whoever built the drift.
+    :func:`~pynamodb_counters.set_counter` remains the explicit override.
+
     :param dry_run: report what would be done (``status="planned"``) and write nothing.
+    :raises ConfigurationError: ``max_attempts`` is below 1.
     """
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigurationError(f"repair(max_attempts=...) is at least 1, not {max_attempts!r}")
     auditors: Dict[Tuple[type, str], _Auditor] = {}
     repairs = []
     for drift in drifts:
@@ -194,18 +214,22 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
     return RepairReport(tuple(repairs))
 
 
-def _sum(values: Sequence[Optional[int]]) -> Optional[int]:
-    """The sum of the values present, ``None`` when none is."""
+def _sum(values: Sequence[Optional[Stored]]) -> Optional[Stored]:
+    """The sum of the values present, ``None`` when none is (an ``int`` unless one is not whole)."""
     present = [value for value in values if value is not None]
-    return sum(present) if present else None
+    if not present:
+        return None
+    total = sum(present)
+    return total if isinstance(total, int) or total != total.to_integral_value() else int(total)
 
 
 @dataclass(frozen=True)
 class _Observation:
     key: ParentKey
     exists: bool
-    stored: Optional[int]
+    stored: Optional[Stored]
     sequence: Optional[int]
+    fed_by: FrozenSet[str] = frozenset()  # the relations recorded as feeding this counter
 
 
 class _Budget:
@@ -236,7 +260,11 @@ class _Auditor:
         self.counter, self.model, self.attribute = counter, counter.model, counter.name
         self.feeders = feeders_of(counter)
         if not self.feeders:
-            raise ConfigurationError(f"no counted_by() relation feeds {self.model.__name__}.{self.attribute}")
+            raise ConfigurationError(f"no counted_by() relation feeds {self.model.__name__}.{self.attribute} among "
+                                     f"the models loaded: import the modules that declare its relations (the "
+                                     f"command's --import MODULE)")
+        self.loaded = frozenset(feeder_id(relation) for relation in self.feeders)
+        self.entry = f"{counter.attr_name}<"
         for relation in self.feeders:
             if relation.prefix is None and relation.children is None:
                 raise ConfigurationError(f"{relation} cannot be audited: declare counted_by(..., prefix=...) for "
@@ -270,9 +298,20 @@ class _Auditor:
         if not items[0]:
             return _Observation(key, False, None, None)
         shards = [item for _, item in counter_shards(self.counter, items)]
-        counts = [count_of(item, self.counter.attr_name) for item in shards]
+        counts = [stored_of(item, self.counter.attr_name) for item in shards]
         sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
-        return _Observation(key, True, _sum(counts), _sum(sequences))
+        sequence = _sum(sequences)
+        fed_by = frozenset(entry[len(self.entry):] for item in items
+                           for entry in ((item or {}).get(FED_BY.attr_name) or {}).get("SS", ())
+                           if entry.startswith(self.entry))
+        return _Observation(key, True, _sum(counts), None if sequence is None else int(sequence), fed_by)
+
+    def unverifiable(self, observation: _Observation) -> Optional[Unverifiable]:
+        """The parent as unverifiable when it records feeders that are not loaded here, else ``None``."""
+        unloaded = observation.fed_by - self.loaded
+        if not unloaded:
+            return None
+        return Unverifiable(self.model, observation.key, self.attribute, observation.stored, tuple(sorted(unloaded)))
 
     def read(self, key: ParentKey, parent: Optional[Dict[str, Any]] = None, known: bool = False) -> ShardItems:
         """The parent's shard items, strongly consistent: the parent item alone (one GetItem) on a model without
@@ -334,8 +373,9 @@ class _Auditor:
             if not start:
                 return count
 
-    def check(self, observation: _Observation, rounds: int = 3) -> Optional[Drift]:
-        """The drift of one observed parent, or ``None``.
+    def check(self, observation: _Observation, rounds: int = 3) -> Union[Drift, Unverifiable, None]:
+        """The drift of one observed parent, ``None``, or :class:`Unverifiable` when it records a feeder that is
+        not loaded (its children are then not counted at all).
 
         A parent whose counter looks wrong is observed again; if its sequence moved while the children were
         counted, it is recounted (at most ``rounds`` times). The drift always pairs the count with the
@@ -344,6 +384,9 @@ class _Auditor:
         """
         for _ in range(rounds):
             before = observation
+            refused = self.unverifiable(before)
+            if refused is not None:
+                return refused
             actual = self.count(before.key)
             if before.stored == actual:
                 return None
@@ -356,24 +399,34 @@ class _Auditor:
 
     # -- writing ---------------------------------------------------------------------------------------------
     def repair(self, drift: Drift, max_attempts: int) -> Repair:
-        """Apply one drift's difference conditionally, recounting when live writes moved the parent."""
+        """Apply one drift's difference conditionally, recounting when live writes moved the parent, and refusing
+        a parent fed by relations that are not loaded. Each attempt reads the parent first: the drift may come
+        from an older audit, or another process."""
         stored, sequence, actual = drift.stored, drift.sequence, drift.actual
+        stale = False  # whether the last attempt's condition failed: count again
         for attempt in range(1, max_attempts + 1):
+            seen = self.observe(drift.key)
+            if not seen.exists:
+                return Repair(drift, "failed", stored, actual, attempt, "the parent no longer exists")
+            refused = self.unverifiable(seen)
+            if refused is not None:
+                return Repair(drift, "refused", seen.stored, actual, attempt, refused.reason)
+            if stale or (seen.stored, seen.sequence) != (stored, sequence):  # moved since observed: count again
+                fresh = self.check(seen)
+                if fresh is None:
+                    return Repair(drift, "exact", seen.stored, int(seen.stored or 0), attempt)
+                if isinstance(fresh, Unverifiable):
+                    return Repair(drift, "refused", fresh.stored, actual, attempt, fresh.reason)
+                stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual
+            stale = True
             if self._apply(drift.key, stored, sequence, actual):
                 send_safely(counter_repaired, self.model, key=drift.key, attribute=self.attribute, before=stored,
                             after=actual, drift=drift)
                 return Repair(drift, "repaired", stored, actual, attempt)
-            seen = self.observe(drift.key)
-            if not seen.exists:
-                return Repair(drift, "failed", stored, actual, attempt, "the parent no longer exists")
-            fresh = self.check(seen)
-            if fresh is None:
-                return Repair(drift, "exact", seen.stored, seen.stored or 0, attempt)
-            stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual
         return Repair(drift, "failed", stored, actual, max_attempts,
                       f"the parent kept changing through {max_attempts} attempts; run the repair again")
 
-    def _apply(self, key: ParentKey, stored: Optional[int], sequence: Optional[int], actual: int) -> bool:
+    def _apply(self, key: ParentKey, stored: Optional[Stored], sequence: Optional[int], actual: int) -> bool:
         """Set the counter to ``actual`` if it still holds ``stored`` at ``sequence``; ``False`` when the parent
         moved (or a transaction writing it right now conflicted). An unsharded counter takes one conditional
         UpdateItem adding the difference; a sharded one, a TransactWriteItems conditioned on every shard."""
@@ -385,7 +438,7 @@ class _Auditor:
         condition = parent_condition(self.model)
         condition &= SEQUENCE.does_not_exist() if sequence is None else SEQUENCE == sequence
         condition &= self.counter.does_not_exist() if stored is None else self.counter == stored
-        change = self.counter.set(actual) if stored is None else self.counter.add(actual - stored)
+        change = self.counter.add(actual - stored) if isinstance(stored, int) else self.counter.set(actual)
         hash_key, range_key = serialize_key(self.model, key)
         try:
             self.model._get_connection().update_item(hash_key, range_key=range_key,

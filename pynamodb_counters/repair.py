@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any, Dict, List, Optional
 
 from pynamodb.exceptions import UpdateError
@@ -14,7 +15,7 @@ from .connection import send
 from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
 from .relations import ParentKey, normalize_key
 from .shards import SHARD, sequence_unchanged
-from .totals import ShardItems, count_of, counter_shards, read_shards
+from .totals import ShardItems, counter_shards, read_shards, stored_of
 from .transactions import discriminator_condition, parent_condition, shard_request
 
 __all__ = ["set_counter", "write_total"]
@@ -46,7 +47,7 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
     key = normalize_key(model, key, f"set_counter({counter!r})")
     if counter.shards > 1:
         items = read_shards(model, [key], counter.shards, consistent_read=True)[key]
-        total = sum(count_of(item, counter.attr_name) or 0 for item in items)
+        total = sum(stored_of(item, counter.attr_name) or 0 for item in items)
         if not items[0] or (expected is not None and total != expected) or \
                 not write_total(counter, key, items, value):
             raise ConditionFailedError(
@@ -78,18 +79,25 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
 def write_total(counter: CounterField, key: ParentKey, items: ShardItems, value: int) -> bool:
     """Make a sharded counter's total ``value``: one TransactWriteItems that sets the parent item's share to
     ``value`` minus the other shards' counts as read in ``items``, conditioned on the counted-write sequence of
-    every shard item that holds or may receive the counter's counts (and on absent shards staying absent).
+    every shard item that holds or may receive the counter's counts (and on absent shards staying absent). A
+    shard holding a number that is not whole is set to ``0`` in the same transaction.
 
     :returns: ``False`` when one of them moved since ``items`` were read; nothing was written.
     """
     model = counter.model
     assert model is not None
     shards = counter_shards(counter, items)[1:]
-    others = sum(count_of(item, counter.attr_name) or 0 for _, item in shards)
-    requests: List[Dict[str, Any]] = [
-        {"ConditionCheck": shard_request(model, key, shard, condition=(
-            SHARD.does_not_exist() if item is None else sequence_unchanged(item)))}
-        for shard, item in shards]
+    requests: List[Dict[str, Any]] = []
+    others = 0
+    for shard, item in shards:
+        count = stored_of(item, counter.attr_name)
+        condition = SHARD.does_not_exist() if item is None else sequence_unchanged(item)
+        if isinstance(count, Decimal):  # not a whole number (written by hand): this shard starts again at 0
+            requests.append({"Update": shard_request(model, key, shard, condition=condition,
+                                                     actions=[counter.set(0), SEQUENCE.add(1)])})
+            continue
+        others += count or 0
+        requests.append({"ConditionCheck": shard_request(model, key, shard, condition=condition)})
     condition = parent_condition(model) & sequence_unchanged(items[0])
     requests.append({"Update": shard_request(model, key, 0, condition=condition,
                                              actions=[counter.set(value - others), SEQUENCE.add(1)])})

@@ -3,14 +3,42 @@ What audits and repairs report: data, never logs. Imported from :mod:`pynamodb_c
 """
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple, Type
+from decimal import Decimal
+from typing import Any, Dict, List, Optional, Tuple, Type
 
+from pynamodb.constants import BINARY, NUMBER
 from pynamodb.models import Model
 
+from .compat import key_attributes
 from .relations import ParentKey
+from .totals import Stored
 
-__all__ = ["AuditReport", "Drift", "Repair", "RepairReport"]
+__all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "Unverifiable", "json_key", "json_stored"]
+
+
+def json_key(model: Type[Model], key: ParentKey) -> List[Any]:
+    """``key`` as a JSON-ready list, each value as ``--parent`` takes it back: a string as is, a number as a
+    number, bytes in base64, any other value (a date) as its attribute serializes it for DynamoDB."""
+    values: List[Any] = []
+    for attribute, value in zip(key_attributes(model), key):
+        if isinstance(value, (str, bool)) or value is None:
+            values.append(value)
+        elif attribute.attr_type == NUMBER and isinstance(value, (int, float)):
+            values.append(value)
+        elif attribute.attr_type == NUMBER:
+            values.append(str(value))  # a Decimal: exactly, as a string
+        elif attribute.attr_type == BINARY and isinstance(value, (bytes, bytearray)):
+            values.append(base64.b64encode(bytes(value)).decode("ascii"))
+        else:
+            values.append(str(attribute.serialize(value)))
+    return values
+
+
+def json_stored(value: Optional[Stored]) -> Any:
+    """A stored counter for JSON: a number, or the exact number as a string when it is not whole."""
+    return str(value) if isinstance(value, Decimal) else value
 
 
 @dataclass(frozen=True)
@@ -20,7 +48,9 @@ class Drift:
     :ivar model: the parent model.
     :ivar key: the parent's key, ``(hash,)`` or ``(hash, range)``.
     :ivar attribute: the counter's Python attribute name.
-    :ivar stored: the value stored, or ``None`` when the item lacks the attribute.
+    :ivar stored: the value stored, or ``None`` when the item lacks the attribute: an ``int``, or a
+      :class:`~decimal.Decimal` when the stored number is not whole (in :meth:`as_dict`, a string such as
+      ``"3.5"``).
     :ivar actual: the number of children counted.
     :ivar sequence: the parent's counted-write sequence when observed (``None`` if never counted); a repair
       conditions on it.
@@ -29,14 +59,41 @@ class Drift:
     model: Type[Model]
     key: ParentKey
     attribute: str
-    stored: Optional[int]
+    stored: Optional[Stored]
     actual: int
     sequence: Optional[int] = None
 
     def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready record: model, key (a list), attribute, stored, actual."""
-        return {"model": self.model.__name__, "key": list(self.key), "attribute": self.attribute,
-                "stored": self.stored, "actual": self.actual}
+        """A JSON-ready record: model, key (a list, see :func:`json_key`), attribute, stored, actual."""
+        return {"model": self.model.__name__, "key": json_key(self.model, self.key), "attribute": self.attribute,
+                "stored": json_stored(self.stored), "actual": self.actual}
+
+
+@dataclass(frozen=True)
+class Unverifiable:
+    """A parent whose counter was fed by relations this process has not loaded: its children cannot all be
+    counted, so it is neither reported as drift nor repaired.
+
+    :ivar unloaded: the relations the parent records as feeders that are not loaded, as
+      ``module:ChildModel.relation``; import their modules (the command's ``--import``).
+    """
+
+    model: Type[Model]
+    key: ParentKey
+    attribute: str
+    stored: Optional[Stored]
+    unloaded: Tuple[str, ...]
+
+    @property
+    def reason(self) -> str:
+        """``unverifiable: fed by app.reactions:Reaction.post, which is not loaded``."""
+        which = "which are" if len(self.unloaded) > 1 else "which is"
+        return f"unverifiable: fed by {', '.join(self.unloaded)}, {which} not loaded"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready record: model, key, attribute, unloaded, reason."""
+        return {"model": self.model.__name__, "key": json_key(self.model, self.key), "attribute": self.attribute,
+                "unloaded": list(self.unloaded), "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -48,6 +105,8 @@ class AuditReport:
     :ivar read_units: read capacity consumed, as the server reported it, with the cost model's estimate for any
       request it reported nothing for.
     :ivar read_units_estimated: whether any part of :attr:`read_units` comes from the cost model.
+    :ivar unverifiable: the parents fed by relations that are not loaded (:class:`Unverifiable`): not counted,
+      not drift, never repaired.
     """
 
     model: Type[Model]
@@ -56,6 +115,7 @@ class AuditReport:
     parents_checked: int
     read_units: float
     read_units_estimated: bool
+    unverifiable: Tuple[Unverifiable, ...] = ()
 
     @property
     def drifted(self) -> int:
@@ -66,14 +126,16 @@ class AuditReport:
         """A JSON-ready summary with every drift."""
         return {"model": self.model.__name__, "attribute": self.attribute, "parents_checked": self.parents_checked,
                 "drifted": self.drifted, "read_units": self.read_units,
-                "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts]}
+                "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts],
+                "unverifiable": [u.as_dict() for u in self.unverifiable]}
 
 
 @dataclass(frozen=True)
 class Repair:
     """What a repair did to one drift.
 
-    :ivar status: ``"repaired"``, ``"exact"`` (a recount found nothing to fix), ``"planned"`` (a dry run) or
+    :ivar status: ``"repaired"``, ``"exact"`` (a recount found nothing to fix), ``"planned"`` (a dry run),
+      ``"refused"`` (the parent is fed by relations not loaded; nothing written, see :attr:`reason`) or
       ``"failed"`` (see :attr:`reason`).
     :ivar before: the counter before, as the last attempt observed it.
     :ivar after: the counter after (the children counted).
@@ -81,14 +143,14 @@ class Repair:
 
     drift: Drift
     status: str
-    before: Optional[int]
+    before: Optional[Stored]
     after: int
     attempts: int
     reason: str = ""
 
     def as_dict(self) -> Dict[str, Any]:
         """A JSON-ready record."""
-        return dict(self.drift.as_dict(), status=self.status, before=self.before, after=self.after,
+        return dict(self.drift.as_dict(), status=self.status, before=json_stored(self.before), after=self.after,
                     attempts=self.attempts, reason=self.reason)
 
 
@@ -100,8 +162,8 @@ class RepairReport:
 
     @property
     def complete(self) -> bool:
-        """Whether no repair failed."""
-        return all(r.status != "failed" for r in self.repairs)
+        """Whether no repair failed or was refused."""
+        return all(r.status not in ("failed", "refused") for r in self.repairs)
 
     def as_dict(self) -> Dict[str, Any]:
         return {"complete": self.complete, "repairs": [r.as_dict() for r in self.repairs]}

@@ -11,12 +11,13 @@ unsharded counter they read the parent item alone, like ``Post.get()`` would.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, Union
 
 from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
 
 from .compat import key_attributes, key_of, serialize_key
-from .exceptions import TransactionError
+from .exceptions import CorruptCounterError, TransactionError
 from .relations import ParentKey, normalize_key
 from .retries import DEFAULT_RETRY_POLICY
 from .shards import SHARD_COUNT, shard_count, shard_key
@@ -26,13 +27,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .attributes import CounterField
 
-__all__ = ["ShardItems", "count_of", "counter_shards", "parent_keys", "read_shards", "read_totals"]
+__all__ = ["ShardItems", "Stored", "count_of", "counter_shards", "parent_keys", "read_shards", "read_totals",
+           "stored_of", "whole_count"]
 
 BATCH_KEYS = 100
 """DynamoDB's limit on keys in one BatchGetItem."""
 
 ShardItems = List[Optional[Dict[str, Any]]]
 """One parent's shard items as DynamoDB returned them, by shard index (``None`` where an item is absent)."""
+
+Stored = Union[int, Decimal]
+"""A counter as DynamoDB holds it: an ``int``, or a :class:`~decimal.Decimal` for a number that is not whole."""
 
 
 def read_totals(counter: CounterField, parents: Iterable[Any], *, consistent_read: bool = False,
@@ -54,7 +59,7 @@ def read_totals(counter: CounterField, parents: Iterable[Any], *, consistent_rea
             if missing_ok:
                 continue
             raise model.DoesNotExist(f"{model.__name__} {key!r} does not exist")
-        totals[key] = sum(count_of(item, counter.attr_name) or 0 for item in items)
+        totals[key] = sum(whole_count(item, counter, key) or 0 for item in items)
     return totals
 
 
@@ -74,6 +79,28 @@ def count_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[int]:
     """A number attribute of a raw item, or ``None`` when the item or the attribute is absent."""
     raw = ((item or {}).get(attr_name) or {}).get("N")
     return int(raw) if raw is not None else None
+
+
+def stored_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[Stored]:
+    """A counter of a raw item exactly as stored: an ``int``, a :class:`~decimal.Decimal` when it is not a whole
+    number, ``None`` when the item or the attribute is absent."""
+    raw = ((item or {}).get(attr_name) or {}).get("N")
+    if raw is None:
+        return None
+    number = Decimal(raw)
+    return int(number) if number == number.to_integral_value() else number
+
+
+def whole_count(item: Optional[Dict[str, Any]], counter: CounterField, key: ParentKey) -> Optional[int]:
+    """``counter`` in a raw item of the parent ``key`` (or one of its shard items), ``None`` when absent.
+
+    :raises CorruptCounterError: the item holds a number that is not whole, naming the parent and the counter.
+    """
+    value = stored_of(item, counter.attr_name)
+    if isinstance(value, Decimal):
+        assert counter.model is not None
+        raise CorruptCounterError.of(counter.model, key, str(counter.name), value)
+    return value
 
 
 def counter_shards(counter: CounterField, items: ShardItems) -> List[Tuple[int, Optional[Dict[str, Any]]]]:

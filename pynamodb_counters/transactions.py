@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .attributes import MIXIN_MARKER, SEQUENCE, WRITE_ID, check_counters_unchanged
+from .attributes import FED_BY, MIXIN_MARKER, SEQUENCE, WRITE_ID, check_counters_unchanged, feeder_id
 from .compat import discriminator_of, key_attributes, key_of, serialize_key, version_condition
 from .connection import Sent, send
 from .context import counting_skipped
@@ -43,7 +43,7 @@ from .exceptions import (
 )
 from .outcomes import commit_plan, finish, interpret, refusals
 from .plans import ItemId, Plan, Slot
-from .relations import counters_of, relations_of
+from .relations import counters_of, feeders_of, relations_of
 from .results import CounterChange, WriteResult
 from .retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from .shards import SHARD, SHARD_COUNT, pending_fold, shard_count, shard_key
@@ -561,9 +561,13 @@ def _parent_request(slot: Slot, merged: Optional[_Pending], where: ItemId) -> Tu
     attributes = model.get_attributes()
     condition = SHARD.exists() if slot.shard else parent_condition(model)  # a shard: one its parent's save created
     actions: List[Action] = [SEQUENCE.add(1)]
+    fed_by = sorted(f"{counters_of(model)[name].attr_name}<{feeder_id(relation)}" for name in slot.deltas
+                    for relation in feeders_of(counters_of(model)[name]))
+    if fed_by:  # which relations feed each counter changed here: an audit that cannot see one refuses the parent
+        actions.append(FED_BY.add(set(fed_by)))
     for name, delta in slot.deltas.items():
         if delta:
-            actions.insert(-1, attributes[name].add(delta))
+            actions.insert(-1 - bool(fed_by), attributes[name].add(delta))
         if delta < 0 and counters_of(model)[name].shards == 1:
             # the floor of zero, lifted while the parent records shards its model no longer declares: until
             # reshard() folds them in, the parent item holds only part of a formerly sharded counter

@@ -277,31 +277,3 @@ def test_case12_update_with_a_non_list_raises_pynamodbs_own_type_error(plain_tab
     assert _error_of(lambda: Plain.get("a").update(actions={"not": "a list"})) == expected  # type: ignore
     assert _error_of(lambda: Plain.get("a").update(actions=[])) == expected
 
-
-# -- case 13: an item the write id takes past 400 KB ----------------------------------------------------------------
-def test_case13_an_item_that_fits_only_without_the_write_id_gets_an_error_that_says_so(dynamodb: None) -> None:
-    from pynamodb_counters.exceptions import TransactionError
-    from tests.models import Comment
-
-    post()
-
-    def fits(length: int) -> bool:  # as a plain PynamoDB Put of the same item, without the library's write id
-        comment = Comment(pk="POST#a91f", sk="COMMENT#big", text="x" * length)
-        try:
-            with skip_counting(Comment):
-                comment.save()
-        except Exception:
-            return False
-        Model.delete(comment)
-        return True
-
-    low, high = 400_000, 410_000  # the largest text a plain Put takes, found by bisection on the engine
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    before = snapshot()
-    with pytest.raises(TransactionError, match="write id") as caught:
-        Comment(pk="POST#a91f", sk="COMMENT#big", text="x" * (low - 10)).save()
-    assert "Nothing was written" in str(caught.value)
-    assert caught.value.cause_response_code == "ValidationException"
-    assert snapshot() == before

@@ -16,7 +16,11 @@ def expand(request: dict, field: str) -> str:
     names = request.get("ExpressionAttributeNames", {})
     values = request.get("ExpressionAttributeValues", {})
     text = re.sub(r"#\w+", lambda m: names[m.group(0)], request[field])
-    return re.sub(r":\w+", lambda m: next(iter(values[m.group(0)].values())), text)
+    def value(match: re.Match[str]) -> str:
+        written = next(iter(values[match.group(0)].values()))
+        return written if isinstance(written, str) else "{" + ", ".join(sorted(written)) + "}"  # a set
+
+    return re.sub(r":\w+", value, text)
 
 
 def like(user: str, pk: str = "POST#a91f") -> Like:
@@ -34,7 +38,8 @@ def test_a_like_is_the_documented_transaction() -> None:
     assert expand(put["Put"], "ConditionExpression") == "attribute_not_exists (pk)"
     assert put["Put"]["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     assert update["Update"]["Key"] == {"pk": {"S": "POST#a91f"}, "sk": {"S": "META"}}
-    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally 1, _cseq 1"
+    assert expand(update["Update"], "UpdateExpression") == \
+        "ADD like_tally 1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
     assert expand(update["Update"], "ConditionExpression") == "attribute_exists (pk)"
     assert [slot.kind for slot in plan.slots] == ["put", "parent"]
 
@@ -44,7 +49,8 @@ def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:
     transaction.delete(like("7c20"))
     delete, update = transaction.plan().items
     assert expand(delete["Delete"], "ConditionExpression") == "attribute_exists (pk)"
-    assert expand(update["Update"], "UpdateExpression") == "ADD like_tally -1, _cseq 1"
+    assert expand(update["Update"], "UpdateExpression") == \
+        "ADD like_tally -1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
     assert expand(update["Update"], "ConditionExpression") == \
         "(attribute_exists (pk) AND (like_tally >= 1 OR _cshards > 1))"  # the floor, but for a pending shard fold
 
@@ -59,7 +65,9 @@ def test_deltas_on_one_parent_merge_into_one_update() -> None:
     updates = [item["Update"] for item in plan.items if "Update" in item]
     assert len(updates) == 2  # the post (likes and bookmarks merged) and the user
     post_update = next(u for u in updates if u["TableName"] == "Social")
-    assert expand(post_update, "UpdateExpression") == "ADD like_tally 2, bookmarkCount 1, _cseq 1"
+    assert expand(post_update, "UpdateExpression") == (
+        "ADD like_tally 2, bookmarkCount 1, _cseq 1, "
+        "_cfeed {bookmarkCount<tests.models:Bookmark.post, like_tally<tests.models:Like.post}")
     assert len(plan.items) == 5 + 2
 
 
@@ -68,7 +76,7 @@ def test_deltas_that_net_to_zero_still_guard_the_parent_and_move_its_sequence() 
     transaction.save(like("a"))
     transaction.delete(like("b"))
     update = transaction.plan().items[-1]["Update"]
-    assert expand(update, "UpdateExpression") == "ADD _cseq 1"
+    assert expand(update, "UpdateExpression") == "ADD _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
     assert expand(update, "ConditionExpression") == "attribute_exists (pk)"
 
 
