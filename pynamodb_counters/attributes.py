@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from decimal import Decimal
@@ -14,7 +15,7 @@ from pynamodb.constants import NUMBER
 from .exceptions import ConfigurationError
 
 __all__ = ["FED_BY", "MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged",
-           "counters_of", "feeder_id", "require_mixin"]
+           "counters_of", "feed_entry", "feeder_id", "require_mixin"]
 
 MIXIN_MARKER = "_pynamodb_counters_mixin"
 """Set in :class:`~pynamodb_counters.CounterMixin`'s own namespace, so declarations can find it in a model's MRO."""
@@ -39,6 +40,12 @@ def feeder_id(relation: Any) -> str:
     """A relation's name, the same in every process: ``module:ChildModel.relation``."""
     child = relation.child_model
     return f"{child.__module__}:{child.__qualname__}.{relation.name}"
+
+
+@functools.cache
+def feed_entry(relation: Any) -> str:
+    """The entry a counted write adds to :data:`FED_BY` for ``relation``: ``counterAttr<module:Child.relation``."""
+    return f"{relation.counter.attr_name}<{feeder_id(relation)}"
 
 
 _C = TypeVar("_C", bound="CounterField")

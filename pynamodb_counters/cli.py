@@ -185,8 +185,8 @@ def _reshard(args: argparse.Namespace) -> int:
                    "shards": args.shards, "parents_rewritten": rewritten}, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(f"{counter.model.__name__}.{counter.name}: {rewritten} parents rewritten for "  # type: ignore[union-attr]
-              f"{args.shards} shards")
+        print(f"{counter.model.__name__}.{counter.name}: {_count(rewritten, 'parent')} rewritten for "  # type: ignore
+              f"{_count(args.shards, 'shard')}")
     return 0
 
 
@@ -210,7 +210,7 @@ def _reconcile(args: argparse.Namespace) -> int:
         progress.close()
     if args.command == "audit":
         _print_audit(report, args)
-        return _unverified(report) or (1 if report.drifts else 0)
+        return _unverified(report) or _not_found(report) or (1 if report.drifts else 0)
     done: List[Any] = []
     try:
         for drift in report.drifts:  # one at a time: a failure still reports what was done
@@ -224,6 +224,8 @@ def _reconcile(args: argparse.Namespace) -> int:
     _print_repair(report, repairs, args)
     if report.unverifiable or any(r.status == "refused" for r in repairs.repairs):
         return _unverified(report) or 2
+    if report.missing:
+        return _not_found(report)
     if not args.apply:
         return 1 if report.drifts else 0
     return 0 if repairs.complete else 1
@@ -234,8 +236,17 @@ def _unverified(report: AuditReport) -> int:
     if not report.unverifiable:
         return 0
     unloaded = sorted({name for u in report.unverifiable for name in u.unloaded})
-    print(f"{PROG}: {len(report.unverifiable)} parents unverifiable: fed by {', '.join(unloaded)}, not loaded; "
-          f"load the modules declaring them with --import MODULE", file=sys.stderr)
+    print(f"{PROG}: {_count(len(report.unverifiable), 'parent')} unverifiable: fed by {', '.join(unloaded)}, "
+          f"not loaded; load the modules declaring them with --import MODULE", file=sys.stderr)
+    return 2
+
+
+def _not_found(report: AuditReport) -> int:
+    """Exit 2 with one line on stderr when ``--parent`` keys name no stored parent; ``0`` when all did."""
+    if not report.missing:
+        return 0
+    keys = ", ".join(_key_text(report.model, key) for key in report.missing)
+    print(f"{PROG}: {_count(len(report.missing), 'parent')} not found: {keys}", file=sys.stderr)
     return 2
 
 
@@ -312,6 +323,8 @@ def _print_audit(report: AuditReport, args: argparse.Namespace) -> None:
             print(f"{drift.model.__name__} {_key_text(drift.model, drift.key)} {drift.attribute}: stored {stored}, "
                   f"actual {drift.actual}", file=out)
         _print_unverifiable(report, out)
+        for key in report.missing:
+            print(f"{report.model.__name__} {_key_text(report.model, key)}: not found", file=out)
         print(_summary(report), file=out)
 
 
@@ -351,8 +364,14 @@ def _print_repair(report: AuditReport, repairs: RepairReport, args: argparse.Nam
 def _summary(report: AuditReport) -> str:
     estimate = " (cost-model estimate included)" if report.read_units_estimated else ""
     unverifiable = f", {len(report.unverifiable)} unverifiable" if report.unverifiable else ""
-    return (f"{report.parents_checked} parents checked, {report.drifted} drifted{unverifiable}, "
-            f"{report.read_units:g} read units{estimate}")
+    unverifiable += f", {len(report.missing)} not found" if report.missing else ""
+    return (f"{_count(report.parents_checked, 'parent')} checked, {report.drifted} drifted{unverifiable}, "
+            f"{_count(report.read_units, 'read unit')}{estimate}")
+
+
+def _count(number: float, noun: str) -> str:
+    """``"1 parent"``, ``"2 parents"``, ``"0.5 read units"``."""
+    return f"{number:g} {noun}" + ("" if number == 1 else "s")
 
 
 class _Progress:
@@ -367,7 +386,7 @@ class _Progress:
         if now - self.shown >= 0.1 or done == total:
             self.shown = now
             of = f"/{total}" if total is not None else ""
-            self.stream.write(f"\raudited {done}{of} parents")
+            self.stream.write(f"\raudited {done}{of} {'parent' if (total or done) == 1 else 'parents'}")
             self.stream.flush()
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ Pure data, shared by the planner (:mod:`pynamodb_counters.transactions`), the re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Type
+from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
 from pynamodb.models import Model
 
@@ -37,6 +37,7 @@ class Slot:
     deltas: Dict[str, int] = field(default_factory=dict)
     changes: Tuple[CounterChange, ...] = ()
     shard: int = 0
+    fed_by: Set[str] = field(default_factory=set)  # a parent slot's FED_BY entries: the relations that fed it
 
 
 @dataclass

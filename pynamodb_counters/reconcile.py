@@ -56,8 +56,9 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
 
     :param target: the counter (``Post.like_tally``) or one relation feeding it (``Like.post``); either way every
       relation feeding the counter is counted.
-    :param parents: explicit parent keys (hash values or ``(hash, range)`` tuples). Without it, a Scan of the
-      parent's table visits the parents, filtered by the parent model's ``audit_filter()``.
+    :param parents: explicit parent keys (hash values or ``(hash, range)`` tuples); a key that names no stored
+      parent is reported in :attr:`AuditReport.missing`, not counted. Without it, a Scan of the parent's table
+      visits the parents, filtered by the parent model's ``audit_filter()``.
     :param key_prefix: with a Scan, only parents whose hash key starts with it.
     :param limit: with a Scan, stop after this many parents.
     :param segments: with a Scan, a parallel Scan of this many segments, one thread each.
@@ -74,6 +75,7 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
         raise ConfigurationError("segments and workers are at least 1, limit at least 0")
     drifts: List[Drift] = []
     unverifiable: List[Unverifiable] = []
+    missing: List[ParentKey] = []
     lock = threading.Lock()
     checked = [0]
     total = None if parents is not None else limit
@@ -94,8 +96,19 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     if parents is not None:
         keys = [normalize_key(auditor.model, key, "audit(parents=...)") for key in parents]
         total = len(keys)
+
+        def check_key(key: ParentKey) -> None:
+            observation = auditor.observe(key)
+            if observation.exists:
+                check(observation)
+                return
+            with lock:  # a key that names no parent (a typo, a deleted parent): reported, not counted
+                missing.append(key)
+                if progress is not None:
+                    progress(checked[0] + len(missing), total)
+
         with ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(lambda key: check(auditor.observe(key)), keys):
+            for _ in pool.map(check_key, keys):
                 pass  # iterating re-raises a worker's error here
     else:
         budget = _Budget(limit)
@@ -109,7 +122,7 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
                 pass
     ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
     return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated,
-                       tuple(sorted(unverifiable, key=lambda u: repr(u.key))))
+                       tuple(sorted(unverifiable, key=lambda u: repr(u.key))), tuple(sorted(missing, key=repr)))
 
 
 def check_scannable(model: Any) -> None:

@@ -107,6 +107,7 @@ class AuditReport:
     :ivar read_units_estimated: whether any part of :attr:`read_units` comes from the cost model.
     :ivar unverifiable: the parents fed by relations that are not loaded (:class:`Unverifiable`): not counted,
       not drift, never repaired.
+    :ivar missing: the explicit ``parents=`` keys that name no stored parent (not counted).
     """
 
     model: Type[Model]
@@ -116,6 +117,7 @@ class AuditReport:
     read_units: float
     read_units_estimated: bool
     unverifiable: Tuple[Unverifiable, ...] = ()
+    missing: Tuple[Tuple[Any, ...], ...] = ()
 
     @property
     def drifted(self) -> int:
@@ -127,7 +129,8 @@ class AuditReport:
         return {"model": self.model.__name__, "attribute": self.attribute, "parents_checked": self.parents_checked,
                 "drifted": self.drifted, "read_units": self.read_units,
                 "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts],
-                "unverifiable": [u.as_dict() for u in self.unverifiable]}
+                "unverifiable": [u.as_dict() for u in self.unverifiable],
+                "missing": [json_key(self.model, key) for key in self.missing]}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .attributes import FED_BY, MIXIN_MARKER, SEQUENCE, WRITE_ID, check_counters_unchanged, feeder_id
+from .attributes import FED_BY, MIXIN_MARKER, SEQUENCE, WRITE_ID, check_counters_unchanged, feed_entry
 from .compat import discriminator_of, key_attributes, key_of, serialize_key, version_condition
 from .connection import Sent, send
 from .context import counting_skipped
@@ -43,7 +43,7 @@ from .exceptions import (
 )
 from .outcomes import commit_plan, finish, interpret, refusals
 from .plans import ItemId, Plan, Slot
-from .relations import counters_of, feeders_of, relations_of
+from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
 from .retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from .shards import SHARD, SHARD_COUNT, pending_fold, shard_count, shard_key
@@ -200,11 +200,16 @@ class CountedTransaction:
                 sign = 1 if op.kind == "counted_put" else -1
                 state = op.counted_state
                 assert state is not None
-                op.changes = tuple(c for r in relations_of(op.model) for c in r.changes(state, sign))
-                for change in op.changes:
-                    where = item_id(change.parent, shard_key(change.key, change.shard))
-                    slot = parents.setdefault(where, Slot("parent", change.parent, change.key, shard=change.shard))
-                    slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
+                changes: List[CounterChange] = []
+                for relation in relations_of(op.model):
+                    for change in relation.changes(state, sign):
+                        where = item_id(change.parent, shard_key(change.key, change.shard))
+                        slot = parents.setdefault(where, Slot("parent", change.parent, change.key,
+                                                              shard=change.shard))
+                        slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
+                        slot.fed_by.add(feed_entry(relation))
+                        changes.append(change)
+                op.changes = tuple(changes)
 
         for op in self._pending:
             where = item_id(op.model, op.key)
@@ -561,9 +566,8 @@ def _parent_request(slot: Slot, merged: Optional[_Pending], where: ItemId) -> Tu
     attributes = model.get_attributes()
     condition = SHARD.exists() if slot.shard else parent_condition(model)  # a shard: one its parent's save created
     actions: List[Action] = [SEQUENCE.add(1)]
-    fed_by = sorted(f"{counters_of(model)[name].attr_name}<{feeder_id(relation)}" for name in slot.deltas
-                    for relation in feeders_of(counters_of(model)[name]))
-    if fed_by:  # which relations feed each counter changed here: an audit that cannot see one refuses the parent
+    fed_by = slot.fed_by
+    if fed_by:  # which relations fed each counter changed here: an audit that cannot see one refuses the parent
         actions.append(FED_BY.add(set(fed_by)))
     for name, delta in slot.deltas.items():
         if delta:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from typing import List, Tuple
@@ -129,3 +130,28 @@ def test_the_installed_command_against_a_served_engine(served: ServedMoto) -> No
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert Post.get("POST#bad", "META", consistent_read=True).like_tally == 2
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_audit_of_a_parent_that_does_not_exist_is_not_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    drifted_posts()
+    code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--parent", '["POST#typo", "META"]')
+    assert code == 2
+    assert 'Post ["POST#typo", "META"]: not found' in out and "0 parents checked, 0 drifted, 1 not found" in out
+    assert err.strip().splitlines() == ['pynamodb-counters: 1 parent not found: ["POST#typo", "META"]']
+    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally", "--parent", '["POST#typo", "META"]',
+                       "--parent", '["POST#ok", "META"]', "--json")
+    report = json.loads(out)
+    assert code == 2 and report["missing"] == [["POST#typo", "META"]] and report["parents_checked"] == 1
+    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--parent", '["POST#typo", "META"]',
+                       "--apply")
+    assert code == 2 and "not found" in out
+    assert [item for item in stored("Social") if item["pk"]["S"] == "POST#typo"] == []
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_counts_in_output_agree_with_their_nouns(capsys: pytest.CaptureFixture[str]) -> None:
+    post("POST#ok")
+    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally")
+    assert code == 0 and "1 parent checked, 0 drifted" in out and "1 parents" not in out
+    assert re.search(r", (1 read unit|[\d.]+ read units)\b", out)
