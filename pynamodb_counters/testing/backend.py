@@ -8,10 +8,14 @@ from typing import Any, Dict, Iterable, List, Optional, Set
 
 from ..relations import counters_of, feeders_of, relations_of
 
-__all__ = ["Backend", "related_models"]
+__all__ = ["Backend", "ExistingTableError", "related_models"]
 
 _DUMMY_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                       "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+class ExistingTableError(RuntimeError):
+    """A table the backend would create already exists."""
 
 
 def related_models(models: Iterable[type]) -> List[type]:
