@@ -64,13 +64,9 @@ def counters_backend(request: pytest.FixtureRequest, counters_models: List[type]
     if request.node.get_closest_marker("counters_served") is not None and not endpoint:
         kind = "served"
     if kind == "served":
-        engine = request.getfixturevalue("_counters_served_engine")
-        engine.reset()
-        endpoint = engine.endpoint_url
+        endpoint = request.getfixturevalue("_counters_served_engine").endpoint_url
     with Backend(kind, counters_models, endpoint) as backend:
         yield backend
-    if kind == "served":
-        engine.reset()
 
 
 @pytest.fixture(scope="session")

@@ -109,7 +109,7 @@ def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoin
     result = run_inner(pytester, endpoint)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*ExistingTableError: table SafetySocial already exists at http://127.0.0.1:*"
-                                 "counters_backend only uses tables it creates*"])
+                                 "*only uses tables it creates*"])
     assert TABLE in client.list_tables()["TableNames"]
     stored = items(client)
     assert len(stored) == 6
