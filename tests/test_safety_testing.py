@@ -258,7 +258,16 @@ class Note(Entry, discriminator="note"):
     """Shares ``Entry.Meta`` but is counted nowhere: the backend never listed it."""
 
 
-MODELS_9 = (Album, Entry, Photo, Clip, Note)
+class Archive(Model):
+    """Not counted; its ``Meta`` inherits ``Entry.Meta``'s host, so it follows wherever the backend points that."""
+
+    class Meta(Entry.Meta):
+        table_name = "SafetyArchive"
+
+    pk = UnicodeAttribute(hash_key=True)
+
+
+MODELS_9 = (Album, Entry, Photo, Clip, Note, Archive)
 _ABSENT = object()
 
 
@@ -274,7 +283,8 @@ def test_case9_backend_restores_models_sharing_one_meta() -> None:
     Photo._get_connection()  # Photo holds a cached connection to the original host; the others hold none
     before = {model: state(model) for model in MODELS_9}
     assert before[Entry]["meta"] is before[Photo]["meta"] is before[Note]["meta"]
-    assert before[Album]["host"] is _ABSENT and before[Note]["_connection"] is _ABSENT
+    assert before[Album]["host"] is _ABSENT and before[Archive]["host"] is _ABSENT
+    assert before[Note]["_connection"] is _ABSENT
     with Backend("moto", [Album]) as backend:
         assert set(backend.models) >= {Album, Photo, Clip}
         for model in MODELS_9:
@@ -283,10 +293,11 @@ def test_case9_backend_restores_models_sharing_one_meta() -> None:
         Album(pk="A1").save()
         Photo(pk="A1", sk="PHOTO#1").save()
         Note(pk="A1", sk="NOTE#1").save()  # caches a connection to the test host on Note
+        assert Archive.exists() is False  # caches one on Archive too
         assert Album.get("A1").photo_count == 1
     after = {model: state(model) for model in MODELS_9}
     assert after == before
-    assert Entry.Meta.host == Album.Meta.host == ORIGINAL_HOST
+    assert Entry.Meta.host == Album.Meta.host == Archive.Meta.host == ORIGINAL_HOST
     assert Photo._get_connection().connection.host == ORIGINAL_HOST
 
 

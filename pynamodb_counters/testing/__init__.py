@@ -4,7 +4,8 @@ from .backend import Backend, ExistingTableError, related_models
 from .capture import SignalCapture
 from .server import ServedMoto
 
-__all__ = ["Backend", "ExistingTableError", "ServedMoto", "SignalCapture", "assert_counters_exact", "related_models", "served_engine"]
+__all__ = ["Backend", "ExistingTableError", "ServedMoto", "SignalCapture", "assert_counters_exact", "related_models",
+           "served_engine"]
 
 
 def served_engine() -> ServedMoto:

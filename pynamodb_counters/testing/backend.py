@@ -88,6 +88,12 @@ class _Changes:
         self._seen.clear()
 
 
+def _shares_meta(meta: Any, metas: List[Any]) -> bool:
+    """Whether ``meta`` is one of ``metas``, or a class inheriting from one (it then sees their ``host``)."""
+    return any(meta is other or (isinstance(meta, type) and isinstance(other, type) and issubclass(meta, other))
+               for other in metas)
+
+
 def _error_code(error: BaseException) -> Optional[str]:
     """The DynamoDB error code behind a PynamoDB exception, if any."""
     code = getattr(error, "cause_response_code", None)
@@ -173,11 +179,11 @@ class Backend:
         return chosen
 
     def touched_models(self) -> List[type]:
-        """Every model whose settings the backend changes: those it points, and every model sharing one of their
-        ``Meta`` classes (a polymorphic model's subclasses share it), in a stable order."""
+        """Every model whose settings the backend changes: those it points, and every model whose ``Meta`` is one
+        of theirs (a polymorphic model's subclasses share it) or inherits from one, in a stable order."""
         metas = [model.Meta for model in self.models]  # type: ignore[attr-defined]
         sharing = [model for model in _all_models()
-                   if any(getattr(model, "Meta", None) is meta for meta in metas) and model not in self.models]
+                   if model not in self.models and _shares_meta(getattr(model, "Meta", None), metas)]
         return self.models + sharing
 
     def _start_engine(self) -> None:
