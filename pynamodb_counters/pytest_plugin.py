@@ -1,7 +1,8 @@
 """
 The pytest plugin (entry point ``pytest11``): DynamoDB for your own tests of counted models.
 
-Two lines of ``conftest.py`` give every test the fixtures below, with your models' tables created and dropped::
+Two lines of ``conftest.py`` give every test the fixtures below, with your models' tables created for the test and
+dropped after it (only tables it created are ever dropped: an existing table is refused, and left as it is)::
 
     from myapp.models import Like, Post
     counters_models = pytest.fixture(lambda: [Post, Like])
@@ -35,7 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--counters-backend", choices=("moto", "served"), default=None,
                     help="DynamoDB for counters_backend: moto in-process (default) or the served moto engine")
     group.addoption("--counters-endpoint", default=None, metavar="URL",
-                    help="use this DynamoDB endpoint for counters_backend (tables are created and deleted)")
+                    help="use this DynamoDB endpoint for counters_backend (each test's tables are created, then "
+                         "deleted; a table that already exists is refused, never deleted)")
     parser.addini("counters_models", type="args", default=[],
                   help="MODULE:Model for every model whose table counters_backend creates")
 
@@ -58,19 +60,16 @@ def counters_models(request: pytest.FixtureRequest) -> List[type]:
 
 @pytest.fixture
 def counters_backend(request: pytest.FixtureRequest, counters_models: List[type]) -> Iterator[Backend]:
-    """A DynamoDB with the tables of ``counters_models``, fresh for this test."""
+    """A DynamoDB with the tables of ``counters_models``, created for this test and deleted after it; fails with
+    :class:`~pynamodb_counters.testing.ExistingTableError` if one of them already exists (which it leaves as is)."""
     endpoint: Optional[str] = request.config.getoption("--counters-endpoint")
     kind = "endpoint" if endpoint else request.config.getoption("--counters-backend") or "moto"
     if request.node.get_closest_marker("counters_served") is not None and not endpoint:
         kind = "served"
     if kind == "served":
-        engine = request.getfixturevalue("_counters_served_engine")
-        engine.reset()
-        endpoint = engine.endpoint_url
+        endpoint = request.getfixturevalue("_counters_served_engine").endpoint_url
     with Backend(kind, counters_models, endpoint) as backend:
         yield backend
-    if kind == "served":
-        engine.reset()
 
 
 @pytest.fixture(scope="session")

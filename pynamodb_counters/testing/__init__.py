@@ -1,10 +1,11 @@
 """Test helpers for pynamodb-counters users and its own suite (the pytest plugin builds on them)."""
 from .assertions import assert_counters_exact
-from .backend import Backend, related_models
+from .backend import Backend, ExistingTableError, related_models
 from .capture import SignalCapture
 from .server import ServedMoto
 
-__all__ = ["Backend", "ServedMoto", "SignalCapture", "assert_counters_exact", "related_models", "served_engine"]
+__all__ = ["Backend", "ExistingTableError", "ServedMoto", "SignalCapture", "assert_counters_exact", "related_models",
+           "served_engine"]
 
 
 def served_engine() -> ServedMoto:

@@ -1,17 +1,34 @@
 """
 :class:`Backend`: a DynamoDB for one test, with the tables of the given models created and dropped.
+
+It only ever deletes tables it created itself: a table that already exists is refused with
+:class:`ExistingTableError`, before anything is created, and left exactly as it was. Every model it points at the
+test DynamoDB, and every other model sharing their ``Meta``, gets back exactly what it had.
 """
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..relations import counters_of, feeders_of, relations_of
 
-__all__ = ["Backend", "related_models"]
+__all__ = ["Backend", "ExistingTableError", "related_models"]
 
 _DUMMY_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                       "AWS_DEFAULT_REGION": "us-east-1"}
+
+#: ``ResourceInUseException``: CreateTable of a table that exists (another run created it first).
+_TABLE_IN_USE = "ResourceInUseException"
+
+_ABSENT = object()
+
+#: how the backend waits for a table to become active, or to be gone: every second, for two minutes at most
+_WAITING = {"Delay": 1, "MaxAttempts": 120}
+
+
+class ExistingTableError(RuntimeError):
+    """A table the backend would create already exists: it holds data the backend did not write, so the backend
+    refuses to use it, and neither writes to it nor deletes it."""
 
 
 def related_models(models: Iterable[type]) -> List[type]:
@@ -30,11 +47,91 @@ def related_models(models: Iterable[type]) -> List[type]:
     return found
 
 
+def _all_models() -> Iterator[type]:
+    """Every PynamoDB model class defined in the process, each once."""
+    from pynamodb.models import Model
+
+    seen: Set[type] = set()
+    pending: List[type] = [Model]
+    while pending:
+        cls = pending.pop(0)
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                pending.append(sub)
+                yield sub
+
+
+class _Changes:
+    """Attributes set on classes, with what they were (a value, or absent), to put back in reverse order."""
+
+    def __init__(self) -> None:
+        self._saved: List[Tuple[Any, str, Any]] = []
+        self._seen: Set[Tuple[int, str]] = set()
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        """Set ``owner.name``, remembering the first value ``owner`` itself held (not one it inherits)."""
+        if (id(owner), name) not in self._seen:
+            self._seen.add((id(owner), name))
+            self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+        setattr(owner, name, value)
+
+    def undo(self) -> None:
+        """Give every attribute back its first value, deleting those that were absent."""
+        while self._saved:
+            owner, name, value = self._saved.pop()
+            if value is _ABSENT:
+                if name in owner.__dict__:
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+        self._seen.clear()
+
+
+def _shares_meta(meta: Any, metas: List[Any]) -> bool:
+    """Whether ``meta`` is one of ``metas``, or a class inheriting from one (it then sees their ``host``)."""
+    return any(meta is other or (isinstance(meta, type) and isinstance(other, type) and issubclass(meta, other))
+               for other in metas)
+
+
+def _error_code(error: BaseException) -> Optional[str]:
+    """The DynamoDB error code behind a PynamoDB exception, if any."""
+    code = getattr(error, "cause_response_code", None)
+    if code is None:  # PynamoDB releases without cause_response_code
+        response = getattr(getattr(error, "cause", None), "response", None) or {}
+        code = response.get("Error", {}).get("Code")
+    return str(code) if code is not None else None
+
+
+def _create_table(model: Any) -> None:
+    """CreateTable for ``model``, on demand, then wait until it is active. Unlike ``Model.create_table()``, which
+    quietly does nothing when the table exists, this raises ``TableError`` (``ResourceInUseException``)."""
+    schema = model._get_schema()
+    kwargs: Dict[str, Any] = {name: schema[name] for name in ("attribute_definitions", "key_schema",
+                                                              "global_secondary_indexes",
+                                                              "local_secondary_indexes") if schema.get(name)}
+    if hasattr(model.Meta, "stream_view_type"):
+        kwargs["stream_specification"] = {"stream_enabled": True, "stream_view_type": model.Meta.stream_view_type}
+    if hasattr(model.Meta, "tags"):
+        kwargs["tags"] = model.Meta.tags
+    connection = model._get_connection()
+    connection.create_table(billing_mode="PAY_PER_REQUEST", **kwargs)
+    connection.connection.client.get_waiter("table_exists").wait(TableName=model.Meta.table_name,
+                                                                 WaiterConfig=_WAITING)
+    model.update_ttl(ignore_update_ttl_errors=False)
+
+
 class Backend:
     """Points models at a DynamoDB and gives them fresh tables; undoes both on exit.
 
+    Each table is created by the backend and deleted on exit; a table that already exists is refused with
+    :class:`ExistingTableError` (before anything is created) and never written to or deleted. On exit, the
+    ``Meta.host`` of every model pointed, and the cached connection (``_connection``) of every model sharing
+    their ``Meta`` classes (polymorphic subclasses included), are put back exactly as they were, including
+    "absent"; so are the environment variables it set.
+
     :param kind: ``"moto"`` (moto in-process), ``"served"`` (a moto server, ``endpoint_url`` given) or
-      ``"endpoint"`` (any DynamoDB endpoint: the tables are created, then deleted).
+      ``"endpoint"`` (any DynamoDB endpoint).
     :param models: the models to point; every model counted with them is included.
     :param endpoint_url: the endpoint, for ``"served"`` and ``"endpoint"``.
     """
@@ -47,48 +144,28 @@ class Backend:
         self.kind = kind
         self.endpoint_url = endpoint_url if kind != "moto" else None
         self.models = related_models(models)
-        self._hosts: Dict[type, Any] = {}
+        #: the tables this backend created, which are the only ones it deletes
+        self.created: List[str] = []
+        self._changes = _Changes()
         self._environment: Dict[str, Optional[str]] = {}
         self._mock: Any = None
 
     def __enter__(self) -> Backend:
-        if self.kind != "endpoint":  # never send dummy credentials to a real endpoint
-            for name, value in _DUMMY_ENVIRONMENT.items():
-                self._environment[name] = os.environ.get(name)
-                os.environ.setdefault(name, value)
-        if self.kind == "moto":
-            try:
-                from moto import mock_aws
-            except ImportError as error:  # pragma: no cover - depends on the installation
-                raise RuntimeError('the moto backend needs moto: pip install "pynamodb-counters[moto]"') from error
-            self._mock = mock_aws()
-            self._mock.start()
-        for model in self.models:
-            meta: Any = model.Meta  # type: ignore[attr-defined]
-            self._hosts[model] = meta.__dict__.get("host", getattr(meta, "host", None))
-            meta.host = self.endpoint_url
-            model._connection = None  # type: ignore[attr-defined]
-        for model in self.table_models():
-            if not model.exists():  # type: ignore[attr-defined]
-                model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)  # type: ignore[attr-defined]
+        try:
+            self._start_engine()
+            self._point_models()
+            self._create_tables()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            if self.kind == "endpoint":
-                for model in self.table_models():
-                    model.delete_table()  # type: ignore[attr-defined]
+            self._drop_created_tables()
         finally:
-            for model, host in self._hosts.items():
-                model.Meta.host = host  # type: ignore[attr-defined]
-                model._connection = None  # type: ignore[attr-defined]
-            if self._mock is not None:
-                self._mock.stop()
-            for name, value in self._environment.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+            self._changes.undo()
+            self._stop_engine()
 
     def table_models(self) -> List[type]:
         """One model per distinct table, to create or delete it."""
@@ -100,3 +177,78 @@ class Backend:
                 seen.add(table)
                 chosen.append(model)
         return chosen
+
+    def touched_models(self) -> List[type]:
+        """Every model whose settings the backend changes: those it points, and every model whose ``Meta`` is one
+        of theirs (a polymorphic model's subclasses share it) or inherits from one, in a stable order."""
+        metas = [model.Meta for model in self.models]  # type: ignore[attr-defined]
+        sharing = [model for model in _all_models()
+                   if model not in self.models and _shares_meta(getattr(model, "Meta", None), metas)]
+        return self.models + sharing
+
+    def _start_engine(self) -> None:
+        if self.kind != "endpoint":  # never send dummy credentials to a real endpoint
+            for name, value in _DUMMY_ENVIRONMENT.items():
+                self._environment[name] = os.environ.get(name)
+                os.environ.setdefault(name, value)
+        if self.kind == "moto":
+            try:
+                from moto import mock_aws
+            except ImportError as error:  # pragma: no cover - depends on the installation
+                raise RuntimeError('the moto backend needs moto: pip install "pynamodb-counters[moto]"') from error
+            self._mock = mock_aws()
+            self._mock.start()
+
+    def _stop_engine(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        for name, value in self._environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._environment.clear()
+
+    def _point_models(self) -> None:
+        for model in self.touched_models():
+            self._changes.set(model.Meta, "host", self.endpoint_url)  # type: ignore[attr-defined]
+            self._changes.set(model, "_connection", None)  # PynamoDB caches one connection per model class
+
+    def _where(self) -> str:
+        return self.endpoint_url or "moto in-process"
+
+    def _refuse(self, table: str) -> ExistingTableError:
+        return ExistingTableError(
+            f"table {table} already exists at {self._where()}: the test backend (counters_backend) only uses "
+            f"tables it creates, and deletes only those, so it leaves this one and its items as they are. "
+            f"Delete it yourself if it is a leftover, or give the test other table names or another endpoint "
+            f"(another test run may be using it)")
+
+    def _create_tables(self) -> None:
+        """Create every table, after checking that none exists; a table that appears meanwhile is refused."""
+        from pynamodb.exceptions import TableError
+
+        models = self.table_models()
+        for model in models:
+            if model.exists():  # type: ignore[attr-defined]
+                raise self._refuse(model.Meta.table_name)  # type: ignore[attr-defined]
+        for model in models:
+            table = model.Meta.table_name  # type: ignore[attr-defined]
+            try:
+                _create_table(model)
+            except TableError as error:
+                if _error_code(error) == _TABLE_IN_USE:
+                    raise self._refuse(table) from error
+                raise
+            self.created.append(table)
+
+    def _drop_created_tables(self) -> None:
+        """Delete the tables this backend created (and only those), waiting until each is gone."""
+        by_table = {model.Meta.table_name: model for model in self.table_models()}  # type: ignore[attr-defined]
+        while self.created:
+            table = self.created.pop()
+            model = by_table[table]
+            model.delete_table()  # type: ignore[attr-defined]
+            client = model._get_connection().connection.client  # type: ignore[attr-defined]
+            client.get_waiter("table_not_exists").wait(TableName=table, WaiterConfig=_WAITING)

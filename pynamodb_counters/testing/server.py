@@ -7,6 +7,8 @@ each other's writes (counter drift), trip over dictionaries changing size
 (``RuntimeError``) or answer HTTP 500.  :class:`ServedMoto` restores the
 per-request atomicity that real DynamoDB guarantees by holding one process-wide
 lock while moto handles a request *and* while its response body is produced.
+Still under that lock, it empties the lists in which moto keeps every object it
+ever built (for its dashboard), so that a long run does not grow without bound.
 
 Typical use::
 
@@ -88,10 +90,43 @@ class _SerialisedApp:
                 close = getattr(app_iter, "close", None)
                 if close is not None:
                     close()
+                _forget_model_instances()
         if not str(environ.get("PATH_INFO", "")).startswith(_MOTO_API_PREFIX):
             with self._count_lock:
                 self.requests_served += 1
         return body
+
+
+def _forget_model_instances() -> None:
+    """Drop the references moto keeps to every model instance it ever built (for its dashboard,
+    ``/moto-api/data.json``), the table copies of each ``TransactWriteItems`` among them: without this a long
+    run grows by megabytes per transaction on a large table. moto's own ``reset_model_data()`` does it; on moto
+    releases without it, the same is done on every tracked class."""
+    try:
+        from moto.core.model_instances import reset_model_data
+    except ImportError:  # pragma: no cover - depends on the moto release
+        _clear_instances_tracked()
+    else:
+        reset_model_data()
+
+
+def _clear_instances_tracked() -> None:  # pragma: no cover - depends on the moto release
+    """Empty ``instances_tracked`` on every subclass of moto's ``BaseModel`` (moto releases without
+    ``moto.core.model_instances``)."""
+    try:
+        from moto.core.common_models import BaseModel
+    except ImportError:
+        return
+    pending = list(BaseModel.__subclasses__())
+    seen = set()
+    while pending:
+        cls = pending.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        if isinstance(cls.__dict__.get("instances_tracked"), list):
+            cls.instances_tracked = []
+        pending.extend(cls.__subclasses__())
 
 
 def _build_moto_app() -> WSGIApplication:
@@ -271,10 +306,11 @@ class ServedMoto:
         """Drop all moto state: every backend's tables and items, everywhere.
 
         Goes through ``POST /moto-api/reset`` (so it waits its turn behind
-        requests in flight).  Besides resetting every backend, this clears the
-        class-level lists in which moto tracks every model instance it ever
-        created, including the table and item copies each transaction makes;
-        without a reset they grow for the life of the process.
+        requests in flight).  The lists in which moto tracks every model
+        instance it builds (the table and item copies of each transaction
+        among them) need no reset: the server empties them after every
+        request, so its memory follows the data it holds, not the number of
+        requests it served.
 
         :raises RuntimeError: if the server is not started or the reset fails.
         """

@@ -1,0 +1,343 @@
+"""Issue 10, cases 3, 9 and 14: the shipped test helpers never destroy data they did not write, restore every
+model they touched exactly, and keep the served engine's memory flat."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Tuple
+
+import boto3
+import pytest
+from moto import mock_aws
+from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from pynamodb_counters import CounterField, CounterMixin, counted_by
+from pynamodb_counters.testing import Backend, ExistingTableError
+from pynamodb_counters.testing.server import ServedMoto
+
+pytest_plugins = ["pytester"]
+
+# ---------------------------------------------------------------------------------------------------------------
+# Case 3: the plugin deletes only the tables it created
+# ---------------------------------------------------------------------------------------------------------------
+
+MODELS = '''
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+
+class Post(CounterMixin, Model):
+    class Meta:
+        table_name = "SafetySocial"
+        region = "us-east-1"
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    like_tally = CounterField()
+
+
+class Like(CounterMixin, Model):
+    class Meta:
+        table_name = "SafetySocial"
+        region = "us-east-1"
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    liked_at = NumberAttribute()
+    post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
+'''
+
+CONFTEST = '''
+import pytest
+from app_models import Post
+counters_models = pytest.fixture(lambda: [Post])
+'''
+
+ONE_TEST = '''
+from app_models import Like, Post
+
+
+def test_a_like(counters_backend):
+    Post(pk="POST#1", sk="META").save()
+    Like(pk="POST#1", sk="LIKE#USER#a", liked_at=1).save()
+    assert Post.get("POST#1", "META", consistent_read=True).like_tally == 1
+'''
+
+TABLE = "SafetySocial"
+
+
+def client_for(endpoint_url: str) -> Any:
+    return boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint_url,
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def create_table(client: Any, name: str = TABLE, keys: Tuple[str, ...] = ("pk", "sk")) -> None:
+    schema = [{"AttributeName": keys[0], "KeyType": "HASH"}]
+    schema += [{"AttributeName": key, "KeyType": "RANGE"} for key in keys[1:]]
+    client.create_table(TableName=name, KeySchema=schema, BillingMode="PAY_PER_REQUEST",
+                        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys])
+
+
+def put_six_items(client: Any, name: str = TABLE, keys: Tuple[str, ...] = ("pk", "sk")) -> None:
+    for n in range(6):
+        item = {key: {"S": f"USERDATA#{n}"} for key in keys}
+        item["note"] = {"S": "not written by the plugin"}
+        client.put_item(TableName=name, Item=item)
+
+
+def items(client: Any, name: str = TABLE) -> List[Dict[str, Any]]:
+    return list(client.scan(TableName=name, ConsistentRead=True)["Items"])
+
+
+@pytest.fixture
+def endpoint(served_engine: ServedMoto) -> Iterator[str]:
+    """The suite's served engine, empty before and after the test, as a DynamoDB endpoint of the user's."""
+    served_engine.reset()
+    yield served_engine.endpoint_url
+    served_engine.reset()
+
+
+def run_inner(pytester: pytest.Pytester, endpoint: str, tests: str = ONE_TEST) -> pytest.RunResult:
+    pytester.makepyfile(app_models=MODELS)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_app=tests)
+    return pytester.runpytest_subprocess(f"--counters-endpoint={endpoint}", "-p", "no:cacheprovider")
+
+
+def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoint: str) -> None:
+    client = client_for(endpoint)
+    create_table(client)
+    put_six_items(client)
+    result = run_inner(pytester, endpoint)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ExistingTableError: table SafetySocial already exists at http://127.0.0.1:*"
+                                 "*only uses tables it creates*"])
+    assert TABLE in client.list_tables()["TableNames"]
+    stored = items(client)
+    assert len(stored) == 6
+    assert all(item["note"] == {"S": "not written by the plugin"} for item in stored)
+
+
+def test_case3_plugin_deletes_the_tables_it_created_and_nothing_else(pytester: pytest.Pytester,
+                                                                     endpoint: str) -> None:
+    client = client_for(endpoint)
+    create_table(client, "UsersOwnTable")
+    put_six_items(client, "UsersOwnTable")
+    result = run_inner(pytester, endpoint, ONE_TEST + ONE_TEST.replace("test_a_like", "test_again"))
+    result.assert_outcomes(passed=2)  # the second test got a fresh table again
+    assert client.list_tables()["TableNames"] == ["UsersOwnTable"]
+    assert len(items(client, "UsersOwnTable")) == 6
+
+
+def test_case3_table_with_another_key_schema_is_refused(pytester: pytest.Pytester, endpoint: str) -> None:
+    client = client_for(endpoint)
+    create_table(client, keys=("id",))
+    put_six_items(client, keys=("id",))
+    result = run_inner(pytester, endpoint)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ExistingTableError: table SafetySocial already exists*"])
+    assert client.describe_table(TableName=TABLE)["Table"]["KeySchema"] == [{"AttributeName": "id",
+                                                                             "KeyType": "HASH"}]
+    assert len(items(client)) == 6
+
+
+def test_case3_table_created_by_a_concurrent_run_is_not_deleted(endpoint: str, monkeypatch: pytest.MonkeyPatch,
+                                                                ) -> None:
+    """Another run creates the table between this run's check and its CreateTable: refused, nothing deleted."""
+    client = client_for(endpoint)
+    real_exists = Album.exists
+
+    def exists_then_lose_the_race() -> bool:
+        found = real_exists()
+        if not found:
+            create_table(client, "SafetyAlbums", keys=("pk",))
+            put_six_items(client, "SafetyAlbums", keys=("pk",))
+        return found
+
+    monkeypatch.setattr(Album, "exists", exists_then_lose_the_race)
+    with pytest.raises(ExistingTableError, match="table SafetyAlbums already exists"):
+        with Backend("endpoint", [Album], endpoint):
+            pytest.fail("the backend must refuse")  # pragma: no cover
+    assert sorted(client.list_tables()["TableNames"]) == ["SafetyAlbums"]  # SafetyEntries, created first, dropped
+    assert len(items(client, "SafetyAlbums")) == 6
+
+
+def test_case3_in_process_mode_keeps_a_users_own_mock_tables() -> None:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, "SafetyAlbums", keys=("pk",))
+        put_six_items(client, "SafetyAlbums", keys=("pk",))
+        with pytest.raises(ExistingTableError, match="table SafetyAlbums already exists"):
+            with Backend("moto", [Album]):
+                pytest.fail("the backend must refuse")  # pragma: no cover
+        assert client.list_tables()["TableNames"] == ["SafetyAlbums"]
+        assert len(items(client, "SafetyAlbums")) == 6
+
+
+SERVED_WITH_USERS_MOCK = '''
+import boto3
+import pytest
+from moto import mock_aws
+
+from app_models import Post
+
+
+@pytest.fixture
+def users_mock():
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(TableName="UsersOwn", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                            BillingMode="PAY_PER_REQUEST")
+        for n in range(6):
+            client.put_item(TableName="UsersOwn", Item={"id": {"S": str(n)}})
+        yield client
+        assert client.scan(TableName="UsersOwn")["Count"] == 6
+
+
+@pytest.mark.counters_served
+def test_served_beside_a_users_mock(users_mock, counters_backend):
+    Post(pk="POST#1", sk="META").save()
+    assert users_mock.scan(TableName="UsersOwn")["Count"] == 6
+'''
+
+
+def test_case3_served_mode_keeps_a_users_own_mock_tables(pytester: pytest.Pytester) -> None:
+    """moto's state is process-wide: the served engine sees a user's ``mock_aws`` tables; it must leave them."""
+    pytester.makepyfile(app_models=MODELS)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_app=SERVED_WITH_USERS_MOCK)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Case 9: every model the backend touched is restored exactly
+# ---------------------------------------------------------------------------------------------------------------
+
+ORIGINAL_HOST = "http://original.invalid:8000"
+
+
+class SharedSettings:
+    """A Meta base: ``Album.Meta`` inherits its host, so ``host`` is absent from ``Album.Meta`` itself."""
+
+    host = ORIGINAL_HOST
+    region = "us-east-1"
+
+
+class Album(CounterMixin, Model):
+    class Meta(SharedSettings):
+        table_name = "SafetyAlbums"
+
+    pk = UnicodeAttribute(hash_key=True)
+    photo_count = CounterField()
+    clip_count = CounterField()
+
+
+class Entry(CounterMixin, Model):
+    """Polymorphic: every subclass shares this one ``Meta``."""
+
+    class Meta:
+        table_name = "SafetyEntries"
+        region = "us-east-1"
+        host = ORIGINAL_HOST
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    kind = DiscriminatorAttribute()
+
+
+class Photo(Entry, discriminator="photo"):
+    album = counted_by(Album.photo_count, key=lambda photo: photo.pk, prefix="PHOTO#")
+
+
+class Clip(Entry, discriminator="clip"):
+    album = counted_by(Album.clip_count, key=lambda clip: clip.pk, prefix="CLIP#")
+    seconds = NumberAttribute(default=0)
+
+
+class Note(Entry, discriminator="note"):
+    """Shares ``Entry.Meta`` but is counted nowhere: the backend never listed it."""
+
+
+class Archive(Model):
+    """Not counted; its ``Meta`` inherits ``Entry.Meta``'s host, so it follows wherever the backend points that."""
+
+    class Meta(Entry.Meta):
+        table_name = "SafetyArchive"
+
+    pk = UnicodeAttribute(hash_key=True)
+
+
+MODELS_9 = (Album, Entry, Photo, Clip, Note, Archive)
+_ABSENT = object()
+
+
+def state(model: type) -> Dict[str, Any]:
+    """What the backend may change on a model: its ``Meta``'s own attributes and its own cached connection."""
+    meta: Any = model.Meta  # type: ignore[attr-defined]
+    own = {name: meta.__dict__.get(name, _ABSENT) for name in ("host", "region", "aws_access_key_id",
+                                                                "aws_secret_access_key", "aws_session_token")}
+    return {"meta": meta, **own, "_connection": model.__dict__.get("_connection", _ABSENT)}
+
+
+def test_case9_backend_restores_models_sharing_one_meta() -> None:
+    Photo._get_connection()  # Photo holds a cached connection to the original host; the others hold none
+    before = {model: state(model) for model in MODELS_9}
+    assert before[Entry]["meta"] is before[Photo]["meta"] is before[Note]["meta"]
+    assert before[Album]["host"] is _ABSENT and before[Archive]["host"] is _ABSENT
+    assert before[Note]["_connection"] is _ABSENT
+    with Backend("moto", [Album]) as backend:
+        assert set(backend.models) >= {Album, Photo, Clip}
+        for model in MODELS_9:
+            assert model.Meta.host is None  # type: ignore[attr-defined]
+            assert model._get_connection().connection.host is None  # type: ignore[attr-defined]
+        Album(pk="A1").save()
+        Photo(pk="A1", sk="PHOTO#1").save()
+        Note(pk="A1", sk="NOTE#1").save()  # caches a connection to the test host on Note
+        assert Archive.exists() is False  # caches one on Archive too
+        assert Album.get("A1").photo_count == 1
+    after = {model: state(model) for model in MODELS_9}
+    assert after == before
+    assert Entry.Meta.host == Album.Meta.host == Archive.Meta.host == ORIGINAL_HOST
+    assert Photo._get_connection().connection.host == ORIGINAL_HOST
+
+
+def test_case9_backend_restores_models_when_it_refuses() -> None:
+    before = {model: state(model) for model in MODELS_9}
+    with mock_aws():
+        create_table(boto3.client("dynamodb", region_name="us-east-1"), "SafetyEntries", keys=("pk", "sk"))
+        with pytest.raises(ExistingTableError):
+            Backend("moto", [Album]).__enter__()
+    assert {model: state(model) for model in MODELS_9} == before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Case 14: the served engine forgets the objects moto tracks for its dashboard
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def tracked_instances() -> int:
+    """How many objects moto holds for its dashboard, over every service."""
+    from moto.core.model_instances import model_data
+
+    return sum(len(getattr(cls, "instances_tracked", ())) for models in model_data.values()
+               for cls in models.values())
+
+
+@pytest.mark.served
+def test_case14_served_engine_memory_stays_bounded(served: ServedMoto) -> None:
+    from tests.models import Like, Post
+
+    client = client_for(served.endpoint_url)
+    Post(pk="POST#big", sk="META").save()
+    for start in range(0, 1000, 25):  # a thousand likes, loaded uncounted (BatchWriteItem) and counted by hand
+        client.batch_write_item(RequestItems={"Social": [
+            {"PutRequest": {"Item": {"pk": {"S": "POST#big"}, "sk": {"S": f"LIKE#USER#{n}"},
+                                     "liked_at": {"N": "1"}}}} for n in range(start, start + 25)]})
+    client.update_item(TableName="Social", Key={"pk": {"S": "POST#big"}, "sk": {"S": "META"}},
+                       UpdateExpression="SET like_tally = :n", ExpressionAttributeValues={":n": {"N": "1000"}})
+    for n in range(300):  # 300 TransactWriteItems, each deep-copying the 1,001-item table
+        Like(pk="POST#big", sk=f"LIKE#USER#new{n}", liked_at=2).save()
+    assert Post.get("POST#big", "META", consistent_read=True).like_tally == 1300
+    assert client.scan(TableName="Social", Select="COUNT", ConsistentRead=True)["Count"] == 1301
+    # without forgetting them, moto keeps every item of every transaction's table copy: over 300,000 objects
+    assert tracked_instances() < 100
