@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
+from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
 
 from pynamodb.models import Model
 
 from .attributes import check_counters_unchanged
 from .compat import key_of
-from .connection import send
+from .connection import Sent, send
 from .exceptions import (
     CountedWriteError,
     CounterError,
@@ -44,13 +44,13 @@ from .exceptions import (
     MissingChildError,
     TransactionTooLargeError,
 )
-from .outcomes import _PRIORITY, finish, refusals, signal_refusals
+from .outcomes import finish, most_fundamental, refusals, signal_refusals
 from .plans import ItemId, Plan, Slot
 from .relations import relations_of
 from .results import WriteResult
-from .retries import RetryPolicy
+from .retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from .shards import shard_count, shard_key
-from .transactions import MAX_ACTIONS, CountedTransaction, item_id
+from .transactions import MAX_ACTIONS, CountedTransaction, item_id, names_parents, relearned, stored_child
 
 __all__ = ["BulkResult", "BulkWriteError", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
 
@@ -168,9 +168,11 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
     if not 2 <= max_actions <= MAX_ACTIONS:
         raise ValueError(f"max_actions is between 2 and {MAX_ACTIONS}, not {max_actions}")
     operations = [("save", child) for child in saves] + [("delete", child) for child in deletes]
-    chunks = plan_chunks(operations, max_actions)
-    planned = [_planned(chunk, retry, max_actions) for chunk in chunks]  # raises before anything is sent
     progress = _Progress()
+    operations = [_as_stored(position, operation, child, progress)
+                  for position, (operation, child) in enumerate(operations)]
+    chunks = plan_chunks(operations, max_actions, skip=set(progress.outcomes))
+    planned = [_planned(chunk, retry, max_actions) for chunk in chunks]  # raises before anything is sent
     for position, (chunk, (transaction, plan)) in enumerate(zip(chunks, planned)):
         try:
             _write_chunk(chunk, transaction, plan, retry, progress)
@@ -235,16 +237,32 @@ def _own_actions(model: Type[Model]) -> int:
     return 1 + (shards - 1 if shards > 1 else 0)
 
 
-def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int) -> List[List[Operation]]:
+def _as_stored(position: int, operation: str, child: Model, progress: _Progress) -> Tuple[str, Model]:
+    """A delete of a child that cannot name its parents (built from its key alone) becomes a delete of the stored
+    child (one strongly consistent GetItem), reported with it; an absent one is refused here, nothing sent."""
+    model = type(child)
+    if operation != "delete" or not relations_of(model) or names_parents(model, child, -1):
+        return operation, child
+    try:
+        return operation, stored_child(model, child)
+    except MissingChildError as error:
+        progress.decide([(position, operation, child)], "rejected", error)
+        return operation, child
+
+
+def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip: AbstractSet[int] = frozenset()
+                ) -> List[List[Operation]]:
     """Pure: group operations into chunks of at most ``max_actions`` actions (each child's own actions, its shard
     items included, plus one per distinct parent item), children of the same parents next to each other so their
-    deltas merge.
+    deltas merge. The operations at the positions in ``skip`` are left out.
 
     :raises TransactionTooLargeError: a child whose actions alone exceed ``max_actions``.
     """
     numbered: List[Tuple[Tuple[ItemId, ...], int, Operation]] = []
     seen: Set[ItemId] = set()
     for position, (operation, child) in enumerate(operations):
+        if position in skip:
+            continue
         model = type(child)
         if not relations_of(model):
             raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
@@ -304,6 +322,7 @@ def _write_chunk(chunk: List[Operation], transaction: CountedTransaction, plan: 
     """Send one chunk; drop the children DynamoDB refuses and send the rest again, until it commits. Every
     child's outcome goes to ``progress``; a :class:`CounterError` fails the children still pending."""
     pending = list(chunk)
+    relearns = 0
     while pending:
         try:
             sent = send(plan.slots[0].model, plan.items, plan.token, policy=transaction.retry_policy(),
@@ -317,10 +336,20 @@ def _write_chunk(chunk: List[Operation], transaction: CountedTransaction, plan: 
             for entry in pending:
                 progress.decide([entry], "added" if entry[1] == "save" else "removed")
             return
+        stale = _relearned(pending, plan, sent)
+        if stale is not None and relearns < (transaction.retry_policy() or DEFAULT_RETRY_POLICY).max_attempts:
+            relearns += 1  # deletes of children that changed parents: sent again, counted off the stored parents
+            pending = stale
+            try:
+                transaction, plan = _planned(pending, retry)
+            except CounterError as failure:  # the stored parents make the chunk too large
+                progress.decide(pending, "failed", failure)
+                return
+            continue
         signal_refusals(plan, [error for _, error in refused])
         blamed = _blame(pending, refused)
         if not blamed:  # nothing to drop: the refusal is not any child's
-            progress.decide(pending, "failed", _most_fundamental([error for _, error in refused]))
+            progress.decide(pending, "failed", most_fundamental([error for _, error in refused]))
             return
         for entry in pending:
             if entry[0] in blamed:
@@ -335,11 +364,20 @@ def _write_chunk(chunk: List[Operation], transaction: CountedTransaction, plan: 
                 return
 
 
-def _most_fundamental(errors: Sequence[CounterError]) -> CounterError:
-    """The error a single counted write would raise among ``errors``: the first in the order missing or foreign
-    parent, duplicate child, missing child, underflow, failed condition (a request error before all)."""
-    return min(errors, key=lambda error: next((rank for rank, kind in enumerate(_PRIORITY)
-                                              if isinstance(error, kind)), len(_PRIORITY)))
+def _relearned(pending: List[Operation], plan: Plan, sent: Sent) -> Optional[List[Operation]]:
+    """``pending`` with each delete that DynamoDB refused because its stored child names other parents replaced by
+    that stored child; ``None`` when there is none."""
+    learned: Dict[int, Model] = {}
+    for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
+        item = reason.get("Item")
+        if slot.kind == "delete" and reason.get("Code") == "ConditionalCheckFailed" and item:
+            for position, _, child in pending:
+                stored = relearned(type(child), child, item) if slot.instance is child else None
+                if stored is not None:
+                    learned[position] = stored
+    if not learned:
+        return None
+    return [(position, operation, learned.get(position, child)) for position, operation, child in pending]
 
 
 def _blame(pending: List[Operation], refused: List[Tuple[Slot, CounterError]]) -> Dict[int, CounterError]:
@@ -370,4 +408,4 @@ def _blame(pending: List[Operation], refused: List[Tuple[Slot, CounterError]]) -
         for n, op, child in pending:
             if counted_into(slot, op, child):
                 errors.setdefault(n, []).append(error)
-    return {n: _most_fundamental(found) for n, found in errors.items()}
+    return {n: most_fundamental(found) for n, found in errors.items()}

@@ -29,7 +29,7 @@ from .shards import SHARD_COUNT, pending_fold_message, shard_count
 from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
 from .totals import count_of, stored_of
 
-__all__ = ["commit_plan", "finish", "interpret", "refusals", "signal_refusals"]
+__all__ = ["commit_plan", "finish", "interpret", "most_fundamental", "refusals", "signal_refusals"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
@@ -91,7 +91,14 @@ def interpret(plan: Plan, sent: Sent) -> None:
         return
     errors = [error for _, error in refused]
     signal_refusals(plan, errors)
-    raise min(errors, key=lambda e: next(i for i, kind in enumerate(_PRIORITY) if isinstance(e, kind)))
+    raise most_fundamental(errors)
+
+
+def most_fundamental(errors: Sequence[CounterError]) -> CounterError:
+    """The error a counted write raises among ``errors``: the first in the order request error, missing or foreign
+    parent, duplicate child, missing child, underflow, failed condition."""
+    return min(errors, key=lambda error: next((rank for rank, kind in enumerate(_PRIORITY)
+                                              if isinstance(error, kind)), len(_PRIORITY)))
 
 
 def refusals(plan: Plan, sent: Sent) -> Optional[List[Tuple[Slot, CounterError]]]:

@@ -291,11 +291,8 @@ class CountedTransaction:
             if op.kind != "counted_delete" or op.basis is not None:
                 continue
             assert op.instance is not None
-            try:
-                for relation in relations_of(op.model):
-                    relation.changes(op.instance, -1)
-            except ParentKeyError:
-                op.basis = _stored_child(op.model, op.instance)
+            if not names_parents(op.model, op.instance, -1):
+                op.basis = stored_child(op.model, op.instance)
 
     def _learn_stale_deletes(self, plan: Plan, sent: Sent) -> bool:
         """Whether a refusal came from counted deletes whose stored children name other parents than the state
@@ -307,10 +304,10 @@ class CountedTransaction:
             if slot.kind != "delete" or reason.get("Code") != "ConditionalCheckFailed" or not item:
                 continue
             op = next(op for op in self._pending if op.instance is slot.instance and op.kind == "counted_delete")
-            stored = op.model.from_raw_data(item)
             state = op.counted_state
             assert state is not None
-            if any(getattr(stored, name) != getattr(state, name) for name in _deciding(op.model, stored, state)):
+            stored = relearned(op.model, state, item)
+            if stored is not None:
                 op.basis = stored
                 learned = True
         return learned
@@ -380,8 +377,22 @@ def _next_token(token: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_OID, token))
 
 
-def _stored_child(model: Type[Model], instance: Model) -> Model:
-    """The stored child with ``instance``'s key, read strongly consistently.
+def relearned(model: Type[Model], state: Model, item: Dict[str, Any]) -> Optional[Model]:
+    """The stored child ``item`` (returned by a refused counted Delete), when it decides its parents otherwise
+    than ``state``, the state the Delete's deltas were computed from; else ``None``. It keeps ``state``'s
+    version, so that a ``VersionAttribute`` still refuses a stale delete."""
+    stored = model.from_raw_data(item)
+    if all(getattr(stored, name) == getattr(state, name) for name in _deciding(model, stored, state)):
+        return None
+    version = model._version_attribute_name
+    if version:
+        setattr(stored, version, getattr(state, version))
+    return stored
+
+
+def stored_child(model: Type[Model], instance: Model) -> Model:
+    """The stored child with ``instance``'s key, read strongly consistently, for a delete of an instance that
+    cannot name its parents (built from its key alone); it keeps ``instance``'s version.
 
     :raises MissingChildError: there is none (``missing_rejected`` is sent).
     """
@@ -392,7 +403,22 @@ def _stored_child(model: Type[Model], instance: Model) -> Model:
                                   f"decremented", model=model, key=key_of(instance))
         send_safely(missing_rejected, model, instance=instance, error=error)
         raise error
-    return model.from_raw_data(item)
+    stored = model.from_raw_data(item)
+    version = model._version_attribute_name
+    if version:
+        setattr(stored, version, getattr(instance, version))
+    return stored
+
+
+def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
+    """Whether ``instance`` can name the parents of each of its relations (an instance built from its key alone
+    cannot)."""
+    try:
+        for relation in relations_of(model):
+            relation.changes(instance, sign)
+    except ParentKeyError:
+        return False
+    return True
 
 
 def _deciding(model: Type[Model], *states: Model) -> List[str]:

@@ -277,3 +277,29 @@ def test_case12_update_with_a_non_list_raises_pynamodbs_own_type_error(plain_tab
     assert _error_of(lambda: Plain.get("a").update(actions={"not": "a list"})) == expected  # type: ignore
     assert _error_of(lambda: Plain.get("a").update(actions=[])) == expected
 
+
+
+def test_case2_bulk_delete_counts_off_the_stored_parents(bookmarked: None) -> None:
+    from pynamodb_counters.bulk import bulk_delete
+
+    edited = Bookmark.get("POST#a91f", "BOOKMARK#USER#7c20")
+    edited.user_id = "U2"  # edited in memory: the stored bookmark is U1's
+    key_only = Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#other")  # U2's, built from its key alone
+    absent = Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#nobody")
+    result = bulk_delete([edited, key_only, absent])
+    assert [o.status for o in result.outcomes] == ["removed", "removed", "rejected"]
+    assert isinstance(result.outcomes[2].error, MissingChildError)
+    assert (_bookmarks("U1"), _bookmarks("U2")) == (0, 0)
+    assert Post.get("POST#a91f", "META").bookmark_count == 0
+    assert [b.sk for b in Bookmark.scan(Bookmark.sk.startswith("BOOKMARK#"))] == []
+
+
+def test_case2_bulk_delete_of_a_child_whose_parent_cannot_be_named_writes_nothing(bookmarked: None) -> None:
+    from pynamodb_counters.bulk import bulk_delete
+
+    Bookmark._get_connection().put_item("POST#a91f", "BOOKMARK#USER#ghost")  # written by hand, without a user
+    before = snapshot()
+    with pytest.raises(ParentKeyError):
+        bulk_delete([Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#7c20"),
+                     Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#ghost")])
+    assert snapshot() == before
