@@ -26,7 +26,7 @@ from .exceptions import ConfigurationError, TransactionError
 from .relations import ParentKey, counters_of, feeders_of
 from .retries import DEFAULT_RETRY_POLICY
 from .shards import MAX_SHARDS, SHARD, SHARD_COUNT, check_shardable, sequence_unchanged
-from .totals import ShardItems, count_of, parent_keys, read_shards
+from .totals import ShardItems, count_of, parent_keys, read_shards, whole_count
 from .transactions import parent_condition, shard_request
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +52,8 @@ def reshard(counter: CounterField, shards: int, *, parents: Optional[Iterable[An
     :returns: how many parents were rewritten.
     :raises ConfigurationError: ``shards`` out of range, or a parent model whose hash key is not a string.
     :raises TransactionError: a parent kept changing through ``max_attempts`` attempts (run it again).
+    :raises CorruptCounterError: a shard item holds a count that is not a whole number (repair it first, with
+      :func:`~pynamodb_counters.reconcile.repair`); nothing is written for that parent.
     """
     if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
         raise ConfigurationError(f"reshard() needs a CounterField such as Post.like_tally, not {counter!r}")
@@ -112,7 +114,7 @@ def _plan(model: Type[Model], key: ParentKey, items: ShardItems, counters: Dict[
         if shard >= layout:  # no counter uses it any more: fold all of it into the parent, delete it
             if item is not None:
                 for name, counter in counters.items():
-                    moved[name] += count_of(item, counter.attr_name) or 0
+                    moved[name] += whole_count(item, counter, key) or 0
                 requests.append({"Delete": shard_request(model, key, shard, condition=sequence_unchanged(item))})
             continue
         if item is None:
@@ -120,7 +122,7 @@ def _plan(model: Type[Model], key: ParentKey, items: ShardItems, counters: Dict[
             continue
         actions: List[Action] = []
         for name, counter in counters.items():
-            value = count_of(item, counter.attr_name) or 0
+            value = whole_count(item, counter, key) or 0
             if shard >= wanted[name] and value:
                 moved[name] += value
                 actions.append(counter.add(-value))

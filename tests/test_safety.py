@@ -303,3 +303,20 @@ def test_case2_bulk_delete_of_a_child_whose_parent_cannot_be_named_writes_nothin
         bulk_delete([Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#7c20"),
                      Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#ghost")])
     assert snapshot() == before
+
+
+def test_case7_reshard_of_a_non_integer_shard_is_a_clear_error_and_writes_nothing(dynamodb: None) -> None:
+    from pynamodb_counters.exceptions import CorruptCounterError
+    from pynamodb_counters.resharding import reshard
+    from pynamodb_counters.shards import shard_key
+    from tests.conftest import _raw_client
+
+    Video(pk="VIDEO#v1", sk="META").save()
+    hash_key, range_key = shard_key(("VIDEO#v1", "META"), 15)
+    _raw_client(None).update_item(TableName="Videos", Key={"pk": {"S": hash_key}, "sk": {"S": range_key}},
+                                  UpdateExpression="ADD view_count :half",
+                                  ExpressionAttributeValues={":half": {"N": "0.5"}})  # by hand
+    before = snapshot()
+    with pytest.raises(CorruptCounterError, match="VIDEO#v1"):
+        reshard(Video.view_count, 8, parents=[("VIDEO#v1", "META")])
+    assert snapshot() == before
