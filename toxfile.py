@@ -1,7 +1,8 @@
 """tox's in-tree plugin: finds the interpreters pyenv keeps off PATH, and names the envs a run had to skip.
 
 tox looks for ``python3.9`` ... ``python3.13`` on PATH. pyenv installs them under ``$(pyenv root)/versions`` and
-exposes only the selected ones, so this adds the newest patch release of each minor version found there to PATH.
+exposes only the selected ones (its shims of the others fail), so this links the newest patch release of each
+missing minor version found there into ``.tox/interpreters`` and puts that folder at the end of PATH.
 An interpreter still missing makes tox skip its envs (``skip_missing_interpreters``, for laptops; CI refuses to
 skip); the run then ends with a line that names them and says how to get the interpreter.
 """
@@ -23,6 +24,13 @@ MINORS = ("3.9", "3.10", "3.11", "3.12", "3.13")
 _wanted: List[str] = []  # the interpreter each env of this run needs
 
 
+def _found(minor: str) -> Optional[str]:
+    """``python3.X`` on PATH, pyenv's shims left out: a shim exists for every installed version but runs only the
+    selected ones."""
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if Path(d).name != "shims")
+    return shutil.which(f"python{minor}", path=path)
+
+
 def _pyenv_root() -> Optional[Path]:
     try:
         out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=10, check=False).stdout
@@ -33,19 +41,26 @@ def _pyenv_root() -> Optional[Path]:
 
 
 def _add_pyenv_interpreters() -> None:
+    """Put ``python3.X`` of the newest pyenv patch release of each missing minor on PATH, as a symlink in a folder
+    of its own (pyenv's ``bin`` folders would bring their ``python`` and ``pip`` too)."""
     root = _pyenv_root()
     if root is None:
         return
-    found = []
+    links = Path(__file__).resolve().parent / ".tox" / "interpreters"
     for minor in MINORS:
-        if shutil.which(f"python{minor}"):
+        if _found(minor):
             continue
-        patches = [p for p in (root / "versions").glob(f"{minor}.*") if re.fullmatch(rf"{minor}\.\d+", p.name)]
+        patches = [p for p in (root / "versions").glob(f"{minor}.*")
+                   if re.fullmatch(rf"{re.escape(minor)}\.\d+", p.name)]
         patches.sort(key=lambda p: int(p.name.split(".")[2]))
         if patches and (patches[-1] / "bin" / f"python{minor}").exists():
-            found.append(str(patches[-1] / "bin"))
-    if found:
-        os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *found])
+            links.mkdir(parents=True, exist_ok=True)
+            link = links / f"python{minor}"
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(patches[-1] / "bin" / f"python{minor}")
+    if links.is_dir():
+        os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(links)])
 
 
 @impl
@@ -55,7 +70,7 @@ def tox_env_teardown(tox_env: ToxEnv) -> None:
 
 
 def _report_missing() -> None:
-    missing = sorted({minor for minor in _wanted if minor and not shutil.which(f"python{minor}")},
+    missing = sorted({minor for minor in _wanted if minor and not _found(minor)},
                      key=lambda minor: int(minor.split(".")[1]))
     if missing:
         names = ", ".join(f"python{minor}" for minor in missing)

@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["discriminator_of", "key_attributes", "key_of", "serialize_key", "transact_client",
            "version_condition"]
 
-_SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray)}
+# PynamoDB 6 serializes binary values to bytes, PynamoDB 5 to base64 text
+_SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray, str)}
 
 
 _KEY_ATTRIBUTES: Dict[type, List[Attribute[Any]]] = {}

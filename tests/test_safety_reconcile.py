@@ -302,6 +302,7 @@ def test_case7_a_sharded_counter_with_a_non_integer_shard_is_drift_and_repaired(
 # -- case 10 -----------------------------------------------------------------------------------------------------
 KEYED = '''
 import datetime
+import inspect
 
 from pynamodb.attributes import BinaryAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.models import Model
@@ -311,6 +312,10 @@ from pynamodb_counters import CounterField, CounterMixin, counted_by
 
 def fail(key):
     raise RuntimeError("the children function broke")
+
+
+# PynamoDB 6 asks binary attributes to choose their encoding; PynamoDB 5.5 has one
+BINARY = {"legacy_encoding": False} if "legacy_encoding" in inspect.signature(BinaryAttribute).parameters else {}
 
 
 class Numbered(CounterMixin, Model):
@@ -327,7 +332,7 @@ class Binary(CounterMixin, Model):
         table_name = "Binary"
         region = "us-east-1"
 
-    b = BinaryAttribute(hash_key=True, legacy_encoding=False)
+    b = BinaryAttribute(hash_key=True, **BINARY)
     tally = CounterField()
 
 
