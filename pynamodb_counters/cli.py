@@ -13,6 +13,7 @@ import binascii
 import csv
 import importlib
 import json
+import os
 import sys
 import time
 from typing import Any, Dict, List, NoReturn, Optional, TextIO, Tuple, Union
@@ -114,6 +115,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error (already printed on one line)
         return done.code if isinstance(done.code, int) else 2
+    _import_from_here()
     try:
         if args.command == "demo":
             from .demo import run
@@ -129,6 +131,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         print(f"{PROG}: {describe(error)}", file=sys.stderr)
         return 2
+
+
+def _import_from_here() -> None:
+    """Models are imported from the current directory first, as ``python -m pynamodb_counters`` (and ``flask``,
+    ``celery``) do: a console script's own ``sys.path`` starts with its ``bin`` folder instead."""
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def describe(error: BaseException, hint: bool = True) -> str:

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import List, Tuple
 
 import pytest
@@ -155,3 +156,25 @@ def test_counts_in_output_agree_with_their_nouns(capsys: pytest.CaptureFixture[s
     code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally")
     assert code == 0 and "1 parent checked, 0 drifted" in out and "1 parents" not in out
     assert re.search(r", (1 read unit|[\d.]+ read units)\b", out)
+
+
+def test_the_console_script_imports_models_from_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "myapp").mkdir()
+    (tmp_path / "myapp" / "__init__.py").write_text("")
+    (tmp_path / "myapp" / "models.py").write_text(
+        "from pynamodb.attributes import UnicodeAttribute\n"
+        "from pynamodb.models import Model\n"
+        "from pynamodb_counters import CounterField, CounterMixin\n\n\n"
+        "class Post(CounterMixin, Model):\n"
+        "    class Meta:\n"
+        "        table_name = 'Posts'\n"
+        "        region = 'us-east-1'\n\n"
+        "    pk = UnicodeAttribute(hash_key=True)\n"
+        "    like_tally = CounterField()\n")
+    script = Path(sys.executable).parent / "pynamodb-counters"
+    assert script.exists(), "the console script is installed beside the interpreter"
+    finished = subprocess.run([str(script), "audit", "myapp.models:Post.like_tally"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2
+    assert "No module named" not in finished.stderr
+    assert "no counted_by() relation feeds" in finished.stderr  # the module was imported: its counter is known
