@@ -90,7 +90,8 @@ def run(endpoint_url: Optional[str] = None, region: str = "us-east-1", table: st
         plan.save(likes("7c20"))
         out("one like is one TransactWriteItems:")
         for item in plan.plan().items:
-            out(f"  {json.dumps(item)}")
+            for action, request in item.items():
+                _show(action, request, "  ", out)
 
         with signals.duplicate_rejected.connected_to(
                 lambda sender, error, **_: out(f"  signal duplicate_rejected: {error.key[1]}"), sender=Like):
@@ -136,6 +137,17 @@ def reconcile_story(Post: Any, Like: Any, post_id: str, out: Callable[[str], Any
         out(f"  at {n:,} likes of ~200 bytes the Query reads {read_units(n * 200, consistent=False):g} RCU "
             f"(eventually consistent); the GetItem still {read_units(400, consistent=False):g}")
     return report.drifted == 1 and [r.status for r in repairs] == ["repaired"] and clean.drifted == 0
+
+
+def _show(field: str, value: Any, indent: str, out: Callable[[str], Any]) -> None:
+    """``field: value`` as JSON on one line, or, when that is long, one line per entry of the value."""
+    line = f"{indent}{field}: {json.dumps(value)}"
+    if len(line) <= 100 or not isinstance(value, dict):
+        out(line)
+        return
+    out(f"{indent}{field}:")
+    for key, inner in value.items():
+        _show(key, inner, indent + "  ", out)
 
 
 def _units(response: Dict[str, Any]) -> str:

@@ -42,7 +42,8 @@ def test_demo_tells_the_likes_story() -> None:
     text = "\n".join(lines)
     assert "refused (DuplicateChildError), nothing written" in text
     assert "like_tally = 2; like items = 2" in text
-    assert '"ConditionExpression": "attribute_not_exists (#0)"' in text
+    assert 'ConditionExpression: "attribute_not_exists (#0)"' in text
+    assert max(len(line) for line in lines) <= 120  # the transaction is one line per field, not two wide lines
 
 
 def test_the_command_line_runs_the_demo_and_rejects_bad_usage() -> None:
