@@ -132,10 +132,11 @@ def reconcile_story(Post: Any, Like: Any, post_id: str, out: Callable[[str], Any
                                          return_consumed_capacity="TOTAL")
     get = Post._get_connection().get_item(post_id, range_key="META")
     out(f"read cost of the count: a counting Query reads every like ({likes['Count']} here): "
-        f"{_units(likes)} RCU reported; one GetItem of the stored counter: {_units(get)} RCU reported")
+        f"{_units(likes)} RCU reported;")
+    out(f"  one GetItem of the stored counter: {_units(get)} RCU reported")
     for n in (1_000, 10_000):
-        out(f"  at {n:,} likes of ~200 bytes the Query reads {read_units(n * 200, consistent=False):g} RCU "
-            f"(eventually consistent); the GetItem still {read_units(400, consistent=False):g}")
+        out(f"  {n:,} likes of ~200 bytes: the Query reads {read_units(n * 200, consistent=False):g} RCU, "
+            f"the GetItem {read_units(400, consistent=False):g} (eventually consistent)")
     return report.drifted == 1 and [r.status for r in repairs] == ["repaired"] and clean.drifted == 0
 
 
