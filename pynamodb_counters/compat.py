@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["discriminator_of", "key_attributes", "key_of", "serialize_key", "transact_client",
+__all__ = ["discriminator_of", "key_attributes", "key_of", "pynamodb_connection", "serialize_key", "transact_client",
            "version_condition"]
 
 # PynamoDB 6 serializes binary values to bytes, PynamoDB 5 to base64 text
@@ -91,26 +91,39 @@ _clients_lock = threading.Lock()
 
 
 def transact_client(model: Type[Model]) -> Any:
-    """A botocore DynamoDB client configured like ``model``'s PynamoDB connection (endpoint, region,
-    credentials, timeouts, pool size) but without botocore's own retries.
+    """A botocore DynamoDB client configured as ``model``'s PynamoDB connection configures its own (endpoint,
+    region, credentials, parameter validation off, timeouts, pool size, extra headers and its ``before-send``
+    hook), but for botocore's retries, which are off.
 
     Counted writes retry in one place (:mod:`pynamodb_counters.connection`) so that every attempt is seen:
     a hidden retry after a lost response would look like a duplicate.
     """
-    connection = model._get_connection().connection
+    connection = pynamodb_connection(model)
     with _clients_lock:
         client = _clients.get(connection)
         if client is None:
-            base = connection.client
-            config = base.meta.config.merge(botocore.config.Config(retries={"mode": "standard",
-                                                                             "total_max_attempts": 1}))
-            client = connection.session.create_client("dynamodb", connection.region,
-                                                      endpoint_url=connection.host, config=config)
-            extra_headers = getattr(connection, "_extra_headers", None)  # Meta.extra_headers
-            if extra_headers:
-                client.meta.events.register_first("before-send.*.*", _HeaderAdder(extra_headers))
+            config = botocore.config.Config(
+                parameter_validation=False,  # as PynamoDB: the request is built by PynamoDB itself
+                connect_timeout=connection._connect_timeout_seconds,
+                read_timeout=connection._read_timeout_seconds,
+                max_pool_connections=connection._max_pool_connections,
+                retries={"mode": "standard", "total_max_attempts": 1},
+            )
+            client = connection.session.create_client("dynamodb", connection.region, endpoint_url=connection.host,
+                                                      config=config)
+            before_send = getattr(connection, "_before_send", None)  # PynamoDB 6: Meta.extra_headers
+            if before_send is not None:
+                client.meta.events.register_first("before-send.*.*", before_send)
+            elif getattr(connection, "_extra_headers", None):  # PynamoDB 5 adds them as it sends
+                client.meta.events.register_first("before-send.*.*", _HeaderAdder(connection._extra_headers))
             _clients[connection] = client
         return client
+
+
+def pynamodb_connection(model: Type[Model]) -> Any:
+    """``model``'s PynamoDB connection (``pynamodb.connection.Connection``): the sender of PynamoDB's
+    ``pre_dynamodb_send`` / ``post_dynamodb_send`` signals for its requests."""
+    return model._get_connection().connection
 
 
 class _HeaderAdder:

@@ -1,16 +1,21 @@
 """
 The sender: the only I/O of a counted write. One TransactWriteItems, retried with jittered exponential backoff,
-every attempt carrying the same ``ClientRequestToken``.
+every attempt carrying the same ``ClientRequestToken`` and sent the PynamoDB way: a client configured as the
+model's PynamoDB connection configures its own, and PynamoDB's ``pre_dynamodb_send`` / ``post_dynamodb_send``
+signals around each attempt, so that an application's instrumentation sees counted writes as PynamoDB's own.
 """
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
 
 import botocore.exceptions
+from pynamodb.constants import TRANSACT_WRITE_ITEMS
+from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from .compat import transact_client
+from .compat import pynamodb_connection, transact_client
 from .exceptions import IdempotencyMismatchError, RetriesExhaustedError, TransactionError
 from .retries import DEFAULT_RETRY_POLICY, RetryPolicy, classify
 
@@ -40,6 +45,17 @@ class Sent:
     ambiguous: bool
 
 
+def _signal(signal: Any, sender: Any, request: uuid.UUID) -> None:
+    """PynamoDB's ``pre_dynamodb_send`` or ``post_dynamodb_send``, as its own ``dispatch()`` sends them for a
+    TransactWriteItems (which names no single table); a receiver's error is logged, as PynamoDB does."""
+    if not signal.receivers:
+        return
+    try:
+        signal.send(sender, operation_name=TRANSACT_WRITE_ITEMS, table_name=None, req_uuid=request)
+    except Exception:
+        log.exception("a %s receiver raised", signal.name)
+
+
 def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
          return_consumed_capacity: str = "TOTAL", on_request: Optional[Callable[[], None]] = None) -> Sent:
     """Send ``items`` as one TransactWriteItems through ``model``'s connection settings.
@@ -59,7 +75,10 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
         raise TransactionError(f"cannot create a DynamoDB client for {model.__name__}: {error}", error) from error
     ambiguous = False
     last: Optional[BaseException] = None
+    sender = pynamodb_connection(model)
     for attempt in range(1, policy.max_attempts + 1):
+        request = uuid.uuid4()
+        _signal(pre_dynamodb_send, sender, request)
         try:
             response: Dict[str, Any] = client.transact_write_items(
                 TransactItems=items, ClientRequestToken=token, ReturnConsumedCapacity=return_consumed_capacity)
@@ -84,6 +103,7 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
         else:
             if on_request is not None:
                 on_request()
+            _signal(post_dynamodb_send, sender, request)
             return Sent(response, None, None, attempt, ambiguous)
         if attempt < policy.max_attempts:
             policy.sleep(policy.delay(attempt))
