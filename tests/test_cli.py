@@ -15,7 +15,7 @@ import pytest
 from pynamodb_counters import skip_counting
 from pynamodb_counters.cli import main
 from pynamodb_counters.testing.server import ServedMoto
-from tests.conftest import post, snapshot, stored
+from tests.factories import post, snapshot, stored
 from tests.models import Like, Post, Video, View
 
 

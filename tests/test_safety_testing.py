@@ -102,6 +102,7 @@ def run_inner(pytester: pytest.Pytester, endpoint: str, tests: str = ONE_TEST) -
     return pytester.runpytest_subprocess(f"--counters-endpoint={endpoint}", "-p", "no:cacheprovider")
 
 
+@pytest.mark.slow
 def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoint: str) -> None:
     client = client_for(endpoint)
     create_table(client)
@@ -116,6 +117,7 @@ def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoin
     assert all(item["note"] == {"S": "not written by the plugin"} for item in stored)
 
 
+@pytest.mark.slow
 def test_case3_plugin_deletes_the_tables_it_created_and_nothing_else(pytester: pytest.Pytester,
                                                                      endpoint: str) -> None:
     client = client_for(endpoint)
@@ -200,6 +202,7 @@ def test_served_beside_a_users_mock(users_mock, counters_backend):
 '''
 
 
+@pytest.mark.slow
 def test_case3_served_mode_keeps_a_users_own_mock_tables(pytester: pytest.Pytester) -> None:
     """moto's state is process-wide: the served engine sees a user's ``mock_aws`` tables; it must leave them."""
     pytester.makepyfile(app_models=MODELS)

@@ -25,7 +25,7 @@ from pynamodb_counters.shards import choose_shard
 from pynamodb_counters.testing import assert_counters_exact
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults
-from tests.conftest import stored
+from tests.factories import stored
 from tests.faults import FaultProxy
 from tests.models import Fan, Report, Video, View
 
