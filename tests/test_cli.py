@@ -118,6 +118,7 @@ def test_an_unreachable_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[
         model._connection = None
 
 
+@pytest.mark.slow
 @pytest.mark.served
 def test_the_installed_command_against_a_served_engine(served: ServedMoto) -> None:
     drifted_posts()

@@ -326,6 +326,7 @@ def tracked_instances() -> int:
                for cls in models.values())
 
 
+@pytest.mark.slow
 @pytest.mark.served
 def test_case14_served_engine_memory_stays_bounded(served: ServedMoto) -> None:
     from tests.models import Like, Post

@@ -45,6 +45,7 @@ class Events:
         return receive
 
 
+@pytest.mark.slow
 def test_eight_threads_liking_one_post_keep_the_counter_exact(served: ServedMoto) -> None:
     post()
     rng = random.Random(20261130)
