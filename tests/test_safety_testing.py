@@ -313,6 +313,26 @@ def test_case9_backend_restores_models_when_it_refuses() -> None:
     assert {model: state(model) for model in MODELS_9} == before
 
 
+def test_the_backend_keeps_a_models_connection_for_the_next_test_unless_the_test_replaced_it_or_its_settings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new connection builds a botocore client on first use (about 0.1 s a model): the moto backend keeps the one
+    it gave, but never one a test made itself, nor one made from settings the test changed."""
+    with Backend("moto", [Album]):
+        given = Album._get_connection()
+        Album(pk="A1").save()  # builds the client
+    with Backend("moto", [Album]):
+        assert Album._get_connection() is given
+        Album._connection = None  # the test makes its own connection
+        own = Album._get_connection()
+    with Backend("moto", [Album]):
+        fresh = Album._get_connection()
+        assert fresh is not given and fresh is not own
+    monkeypatch.setattr(Album.Meta, "read_timeout_seconds", 7, raising=False)
+    with Backend("moto", [Album]):
+        assert Album._get_connection() is not fresh  # made from other settings
+        assert Album._get_connection().connection.host is None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Case 14: the served engine forgets the objects moto tracks for its dashboard
 # ---------------------------------------------------------------------------------------------------------------

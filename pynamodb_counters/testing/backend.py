@@ -245,6 +245,8 @@ class Backend:
         """Give each model the connection kept for it at this endpoint if its settings are still the same, or a new
         one, and note which one it is: only that one, unreplaced, is kept for the next backend."""
         for model in self.touched_models():
+            if getattr(model.Meta, "table_name", None) is None:  # type: ignore[attr-defined]
+                continue  # an abstract model: PynamoDB makes no connection for it
             settings = _settings(model)
             settings_and_connection = _KEPT_CONNECTIONS.get((model, self.endpoint_url))
             if settings_and_connection is not None and settings_and_connection[0] == settings:
