@@ -90,9 +90,11 @@ def _report_missing() -> None:
                      key=lambda minor: int(minor.split(".")[1]))
     if missing:
         names = ", ".join(f"python{minor}" for minor in missing)
+        strict = os.environ.get("TOX_SKIP_MISSING_INTERPRETERS", "").lower() in ("false", "0", "no", "off")
         sys.stderr.write(
-            f"\ntox: SKIPPED every env needing {names}: not on PATH nor under pyenv's root. Install it (for example "
-            f"`pyenv install {missing[0]}`) and run tox again; CI (.ci/run) refuses to skip.\n")
+            f"\ntox: {'FAILED' if strict else 'SKIPPED'} every env needing {names}: not on PATH nor under pyenv's "
+            f"root. Install it (for example `pyenv install {missing[0]}`) and run tox again; CI (.ci/run) refuses "
+            f"to skip.\n")
 
 
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")  # tox-uv passes UV_* on to uv
