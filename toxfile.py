@@ -1,8 +1,11 @@
 """tox's in-tree plugin: finds the interpreters pyenv keeps off PATH, and names the envs a run had to skip.
 
-tox looks for ``python3.9`` ... ``python3.13`` on PATH. pyenv installs them under ``$(pyenv root)/versions`` and
-exposes only the selected ones (its shims of the others fail), so this links the newest patch release of each
-missing minor version found there into ``.tox/interpreters`` and puts that folder at the end of PATH.
+tox (with tox-uv: uv) looks for ``python3.9`` ... ``python3.13`` on PATH. pyenv installs them under
+``$(pyenv root)/versions`` and exposes only the selected ones (its shims of the others fail, and uv stops at the
+first one it finds), so this links the newest patch release of each minor version missing from PATH into
+``.tox/interpreters`` and puts that folder at the front of PATH, ahead of the shims. uv only ever uses the
+interpreters found so: it never downloads one (``UV_PYTHON_DOWNLOADS=never``, besides ``uv_python_preference``
+in tox.ini).
 An interpreter still missing makes tox skip its envs (``skip_missing_interpreters``, for laptops; CI refuses to
 skip); the run then ends with a line that names them and says how to get the interpreter.
 """
@@ -40,27 +43,40 @@ def _pyenv_root() -> Optional[Path]:
     return root if (root / "versions").is_dir() else None
 
 
-def _add_pyenv_interpreters() -> None:
-    """Put ``python3.X`` of the newest pyenv patch release of each missing minor on PATH, as a symlink in a folder
-    of its own (pyenv's ``bin`` folders would bring their ``python`` and ``pip`` too)."""
-    root = _pyenv_root()
+def _first_is_usable(minor: str) -> bool:
+    """Whether the first ``python3.X`` on PATH is a real interpreter: not missing, and not a pyenv shim (which runs
+    only the selected versions; uv stops at the first ``python3.X`` it finds)."""
+    first = shutil.which(f"python{minor}")
+    return first is not None and Path(first).parent.name != "shims"
+
+
+def _newest_pyenv_patch(root: Optional[Path], minor: str) -> Optional[Path]:
     if root is None:
-        return
+        return None
+    patches = [p for p in (root / "versions").glob(f"{minor}.*") if re.fullmatch(rf"{re.escape(minor)}\.\d+", p.name)]
+    patches.sort(key=lambda p: int(p.name.split(".")[2]))
+    executable = patches[-1] / "bin" / f"python{minor}" if patches else None
+    return executable if executable is not None and executable.exists() else None
+
+
+def _add_pyenv_interpreters() -> None:
+    """Put a real ``python3.X`` at the front of PATH for each minor whose first one there is missing or a shim: the
+    newest pyenv patch release, else the interpreter found further along PATH; each a symlink in a folder of its
+    own (pyenv's ``bin`` folders would bring their ``python`` and ``pip`` too)."""
+    root = _pyenv_root()
     links = Path(__file__).resolve().parent / ".tox" / "interpreters"
     for minor in MINORS:
-        if _found(minor):
+        if _first_is_usable(minor):
             continue
-        patches = [p for p in (root / "versions").glob(f"{minor}.*")
-                   if re.fullmatch(rf"{re.escape(minor)}\.\d+", p.name)]
-        patches.sort(key=lambda p: int(p.name.split(".")[2]))
-        if patches and (patches[-1] / "bin" / f"python{minor}").exists():
+        target = _newest_pyenv_patch(root, minor) or _found(minor)
+        if target is not None:
             links.mkdir(parents=True, exist_ok=True)
             link = links / f"python{minor}"
             if link.is_symlink() or link.exists():
                 link.unlink()
-            link.symlink_to(patches[-1] / "bin" / f"python{minor}")
+            link.symlink_to(target)
     if links.is_dir():
-        os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(links)])
+        os.environ["PATH"] = os.pathsep.join([str(links), os.environ.get("PATH", "")])
 
 
 @impl
@@ -74,10 +90,13 @@ def _report_missing() -> None:
                      key=lambda minor: int(minor.split(".")[1]))
     if missing:
         names = ", ".join(f"python{minor}" for minor in missing)
+        strict = os.environ.get("TOX_SKIP_MISSING_INTERPRETERS", "").lower() in ("false", "0", "no", "off")
         sys.stderr.write(
-            f"\ntox: SKIPPED every env needing {names}: not on PATH nor under pyenv's root. Install it (for example "
-            f"`pyenv install {missing[0]}`) and run tox again; CI (.ci/run) refuses to skip.\n")
+            f"\ntox: {'FAILED' if strict else 'SKIPPED'} every env needing {names}: not on PATH nor under pyenv's "
+            f"root. Install it (for example `pyenv install {missing[0]}`) and run tox again; CI (.ci/run) refuses "
+            f"to skip.\n")
 
 
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")  # tox-uv passes UV_* on to uv
 _add_pyenv_interpreters()
 atexit.register(_report_missing)

@@ -1,9 +1,10 @@
-"""Engines for the suite: moto in-process (``dynamodb``) and the served, serialised moto engine (``served``)."""
+"""Engines for the suite, on the shipped test backend (:class:`pynamodb_counters.testing.Backend`, what the
+``counters_backend`` fixture of the pytest plugin gives users): moto in-process (``dynamodb``) and the served,
+serialised moto engine (``served``, ``proxy``)."""
 from __future__ import annotations
 
-import functools
 import os
-from typing import Any, Iterator, Tuple
+from typing import Iterator, List, Optional
 
 import pytest
 
@@ -13,37 +14,21 @@ os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_PROFILE", None)
 
-from moto import mock_aws  # noqa: E402
-
-from pynamodb_counters.testing.server import ServedMoto  # noqa: E402
+from pynamodb_counters.testing import Backend, ServedMoto  # noqa: E402
 from tests.faults import FaultProxy  # noqa: E402
 from tests.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
 
 
-def point_models_at(host: str | None) -> None:
-    """Send every test model to ``host`` (``None``: the default endpoint, which moto intercepts in-process)."""
-    for model in ALL_MODELS:
-        if _pointed.get(model, "") != host:  # per model: subclasses (View of VideoItem) share their base's Meta
-            model.Meta.host = host
-            model._connection = None  # PynamoDB caches one connection (and botocore client) per model
-            _pointed[model] = host
-
-
-_pointed: dict[type, str | None] = {}  # the host each model's cached connection was made for
-
-
-def create_tables() -> None:
-    for model in TABLE_MODELS:
-        model.create_table(billing_mode="PAY_PER_REQUEST")
+@pytest.fixture
+def counters_models() -> List[type]:
+    """The plugin's two lines of ``conftest.py``: every test table's model (their children come with them)."""
+    return list(TABLE_MODELS)
 
 
 @pytest.fixture
-def dynamodb() -> Iterator[None]:
-    """moto in-process, fresh for each test, with every test table created."""
-    point_models_at(None)
-    with mock_aws():
-        create_tables()
-        yield
+def dynamodb(counters_backend: Backend) -> Backend:
+    """moto in-process, fresh for each test, with every test table created: the plugin's ``counters_backend``."""
+    return counters_backend
 
 
 @pytest.fixture(scope="session")
@@ -55,15 +40,13 @@ def served_engine() -> Iterator[ServedMoto]:
 
 
 @pytest.fixture
-def served(served_engine: ServedMoto) -> Iterator[ServedMoto]:
+def served(served_engine: ServedMoto, counters_models: List[type]) -> Iterator[ServedMoto]:
     """The served engine, reset, with every test table created and every model pointed at it."""
     served_engine.reset()
-    point_models_at(served_engine.endpoint_url)
-    create_tables()
     try:
-        yield served_engine
+        with Backend("served", counters_models, served_engine.endpoint_url):
+            yield served_engine
     finally:
-        point_models_at(None)
         served_engine.reset()
 
 
@@ -78,30 +61,9 @@ def proxy(served: ServedMoto) -> Iterator[FaultProxy]:
             point_models_at(served.endpoint_url)
 
 
-def post(pk: str = "POST#a91f", **attributes: object) -> Tuple[str, str]:
-    """Create a post and return its key."""
-    from tests.models import Post
-
-    Post(pk=pk, sk="META", **attributes).save()
-    return (pk, "META")
-
-
-def stored(table: str) -> list[dict]:
-    """Every item of ``table`` as DynamoDB holds it (raw, typed values), read with a consistent scan."""
-    from tests.models import Post
-
-    client = _raw_client(Post.Meta.host)
-    return [item for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
-            for item in page["Items"]]
-
-
-@functools.cache
-def _raw_client(host: str | None) -> Any:
-    import boto3
-
-    return boto3.client("dynamodb", region_name="us-east-1", endpoint_url=host)
-
-
-def snapshot() -> dict[str, list[dict]]:
-    """Every test table's items, to show that a refused write left everything as it was."""
-    return {model.Meta.table_name: sorted(stored(model.Meta.table_name), key=repr) for model in TABLE_MODELS}
+def point_models_at(host: Optional[str]) -> None:
+    """Send every test model to ``host``, each with a new connection (PynamoDB caches one per model class). The
+    engine fixtures put back what each model had."""
+    for model in ALL_MODELS:
+        model.Meta.host = host
+        model._connection = None

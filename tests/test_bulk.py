@@ -16,20 +16,8 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from pynamodb_counters.shards import choose_shard
-from tests.conftest import post, snapshot
-from tests.models import Bookmark, Comment, Like, Post, User, Video, View
-
-
-def like(user: Any, pk: str = "POST#a91f") -> Like:
-    return Like(pk=pk, sk=f"LIKE#USER#{user}", liked_at=1)
-
-
-def tally(pk: str) -> int:
-    return Post.get(pk, "META", consistent_read=True).like_tally
-
-
-def children(pk: str) -> int:
-    return Like.count(pk, Like.sk.startswith("LIKE#"), consistent_read=True)
+from tests.factories import like, likes, post, snapshot, tally
+from tests.models import Bookmark, Comment, Post, User, Video, View
 
 
 def test_ten_thousand_likes_across_a_hundred_posts_take_about_a_hundred_transactions() -> None:
@@ -46,13 +34,13 @@ def test_ten_thousand_likes_across_a_hundred_posts_take_about_a_hundred_transact
 def test_bulk_save_counts_every_child() -> None:
     for pk in ("POST#a", "POST#b", "POST#c"):
         post(pk)
-    likes = [like(n, pk=("POST#a", "POST#b", "POST#c")[n % 3]) for n in range(250)]
-    result = bulk_save(likes)
+    batch = [like(n, pk=("POST#a", "POST#b", "POST#c")[n % 3]) for n in range(250)]
+    result = bulk_save(batch)
     assert [o.status for o in result.outcomes] == ["added"] * 250
-    assert [o.instance for o in result.outcomes] == likes  # in input order
+    assert [o.instance for o in result.outcomes] == batch  # in input order
     assert len(result.results) == 3 and result.requests == 3
     for pk in ("POST#a", "POST#b", "POST#c"):
-        assert tally(pk) == children(pk) > 80
+        assert tally(pk) == likes(pk) > 80
 
 
 @pytest.mark.usefixtures("dynamodb")
@@ -71,8 +59,8 @@ def test_refusals_inside_a_chunk_do_not_sink_the_others() -> None:
         **{("POST#gone", f"LIKE#USER#{n}"): ("rejected", "ParentNotFoundError") for n in range(3)},
     }
     assert {(r.pk, r.sk) for r in rejected} == {("POST#a", "LIKE#USER#1"), ("POST#a", "LIKE#USER#2")}
-    assert tally("POST#a") == children("POST#a") == 6
-    assert children("POST#gone") == 0
+    assert tally("POST#a") == likes("POST#a") == 6
+    assert likes("POST#gone") == 0
     assert result.requests == 2  # one refused transaction naming every refusal, then the rest
 
 
@@ -85,7 +73,7 @@ def test_bulk_delete_and_mixed_writes() -> None:
         ("LIKE#USER#0", "removed"), ("LIKE#USER#1", "removed"), ("LIKE#USER#7", "rejected"),
         ("LIKE#USER#9", "added")]
     assert isinstance(result.rejected[0].error, MissingChildError)
-    assert tally("POST#a") == children("POST#a") == 4
+    assert tally("POST#a") == likes("POST#a") == 4
     result = bulk_delete([like(n, "POST#a") for n in (2, 3, 4, 9)])
     assert [o.status for o in result.outcomes] == ["removed"] * 4 and tally("POST#a") == 0
 
@@ -118,7 +106,7 @@ def test_bad_input_is_refused_before_anything_is_written() -> None:
 
 
 @pytest.mark.usefixtures("dynamodb")
-def test_a_drifted_parent_rejects_only_its_own_children() -> None:
+def test_a_drifted_parent_rejects_only_its_own_likes() -> None:
     post("POST#a")
     post("POST#b")
     with skip_counting():
@@ -129,7 +117,7 @@ def test_a_drifted_parent_rejects_only_its_own_children() -> None:
     assert outcome["POST#b"].status == "removed"
     assert outcome["POST#a"].status == "rejected" and type(outcome["POST#a"].error).__name__ == \
         "CounterUnderflowError"
-    assert children("POST#a") == 1 and tally("POST#b") == children("POST#b") == 0
+    assert likes("POST#a") == 1 and tally("POST#b") == likes("POST#b") == 0
     assert DuplicateChildError and ParentNotFoundError  # imported for the type names above
 
 
@@ -140,7 +128,7 @@ def test_a_missing_child_does_not_get_its_siblings_rejected_for_underflow() -> N
     result = bulk_delete([like(0, "POST#a"), like(1, "POST#a")])  # the second never existed
     assert [(o.instance.sk, o.status, type(o.error).__name__) for o in result.outcomes] == [
         ("LIKE#USER#0", "removed", "NoneType"), ("LIKE#USER#1", "rejected", "MissingChildError")]
-    assert tally("POST#a") == children("POST#a") == 0
+    assert tally("POST#a") == likes("POST#a") == 0
 
 
 @pytest.mark.usefixtures("dynamodb")

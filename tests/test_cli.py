@@ -15,7 +15,7 @@ import pytest
 from pynamodb_counters import skip_counting
 from pynamodb_counters.cli import main
 from pynamodb_counters.testing.server import ServedMoto
-from tests.conftest import post, snapshot, stored
+from tests.factories import post, snapshot, stored
 from tests.models import Like, Post, Video, View
 
 
@@ -118,6 +118,7 @@ def test_an_unreachable_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[
         model._connection = None
 
 
+@pytest.mark.slow
 @pytest.mark.served
 def test_the_installed_command_against_a_served_engine(served: ServedMoto) -> None:
     drifted_posts()

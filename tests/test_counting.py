@@ -10,23 +10,15 @@ from pynamodb_counters.exceptions import (
     MissingChildError,
     ParentNotFoundError,
 )
-from tests.conftest import post, snapshot, stored
+from tests.factories import LIKED_AT, like, post, snapshot, stored, tally
 from tests.models import Board, Bookmark, Card, Comment, Doc, Edit, Like, Post, Reply, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
 
-def like(user: str = "7c20", pk: str = "POST#a91f") -> Like:
-    return Like(pk=pk, sk=f"LIKE#USER#{user}", liked_at=1750636800)
-
-
-def tally(pk: str = "POST#a91f") -> int:
-    return Post.get(pk, "META", consistent_read=True).like_tally
-
-
 def test_save_counts_the_child_and_stores_it_with_its_write_id() -> None:
     post()
-    result = like().save()
+    result = like(liked_at=LIKED_AT).save()
     assert isinstance(result, WriteResult)
     assert tally() == 1
     stored_like = Like.get("POST#a91f", "LIKE#USER#7c20")
@@ -56,7 +48,7 @@ def test_delete_uncounts_the_child() -> None:
 
 def test_duplicate_save_changes_nothing_and_carries_the_stored_item() -> None:
     post()
-    like().save()
+    like(liked_at=LIKED_AT).save()
     before = snapshot()
     duplicate = Like(pk="POST#a91f", sk="LIKE#USER#7c20", liked_at=99)
     with pytest.raises(DuplicateChildError) as caught:

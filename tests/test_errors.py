@@ -8,14 +8,10 @@ import pytest
 
 from pynamodb_counters import CountedTransaction, RetryPolicy
 from pynamodb_counters.exceptions import RetriesExhaustedError, TransactionError
-from tests.conftest import post, snapshot
+from tests.factories import like, post, snapshot
 from tests.models import Like, Post
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
-
-
-def like() -> Like:
-    return Like(pk="POST#a91f", sk="LIKE#USER#7c20", liked_at=1)
 
 
 @pytest.mark.usefixtures("dynamodb")

@@ -21,6 +21,7 @@ CI_RUN = RunConfig(operations=2000, threads=6, rate=0.2, seed=20260623)
 FAULT_KINDS = {"LOSE_RESPONSE", "RESET_BEFORE", "THROTTLE", "SERVER_ERROR", "CONFLICT", "DELAY"}
 
 
+@pytest.mark.slow
 def test_thousands_of_counted_writes_under_injected_faults_stay_exact(served: ServedMoto) -> None:
     summary: Dict[str, Any] = run(served, CI_RUN)
     print(json.dumps(summary, indent=2))  # the figures docs/guarantees.rst quotes (pytest -s shows them)

@@ -5,14 +5,10 @@ import pytest
 
 from pynamodb_counters import counted_by, set_counter, skip_counting
 from pynamodb_counters.exceptions import ConditionFailedError, ConfigurationError, CountingBypassError, ParentKeyError
-from tests.conftest import post, snapshot
+from tests.factories import like, post, snapshot
 from tests.models import Bookmark, Like, Post, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
-
-
-def like(user: str = "7c20") -> Like:
-    return Like(pk="POST#a91f", sk=f"LIKE#USER#{user}", liked_at=1)
 
 
 def test_saving_a_parent_loses_no_likes() -> None:

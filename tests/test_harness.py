@@ -112,6 +112,7 @@ def via_proxy(proxy: FaultProxy, direct: Any) -> Any:
 # ServedMoto
 
 
+@pytest.mark.slow
 def test_concurrent_transactions_are_atomic(server: ServedMoto, direct: Any) -> None:
     threads, per_thread = 8, 50
     direct.put_item(TableName=TABLE, Item={"pk": {"S": PARENT}, "n": {"N": "0"}})

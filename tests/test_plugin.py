@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow  # each test runs pytest in a subprocess
 
 MODELS = '''
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute

@@ -4,8 +4,8 @@ every step, that DynamoDB holds exactly the counters and children a plain model 
 The model knows every child (likes, and bookmarks counted twice: on their post and on their user, in another
 table) and every counter as stored. Counted writes move both; writes inside ``skip_counting()`` move only the
 children, so between such a write and ``audit`` + ``repair`` the model expects that exact drift, and the audit
-must report exactly it. Each example gets fresh tables (``mock_aws()`` per example, as the ``dynamodb`` fixture
-does per test).
+must report exactly it. Each example gets fresh tables (a moto in-process :class:`~pynamodb_counters.testing.Backend`
+per example, as the ``dynamodb`` fixture gives each test).
 
 A second property covers ``bulk_write``: with exact counters, each child is reported as its own counted write
 would be (the pinned example is the case where a missing child's failed floor was once blamed on its siblings).
@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from moto import mock_aws
 
 from pynamodb_counters import CountedTransaction, WriteResult, skip_counting
 from pynamodb_counters.bulk import bulk_write
@@ -30,8 +29,11 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from pynamodb_counters.reconcile import audit, repair
-from tests.conftest import create_tables, point_models_at, stored
-from tests.models import Bookmark, Like, Post, User
+from pynamodb_counters.testing import Backend
+from tests.factories import stored
+from tests.models import TABLE_MODELS, Bookmark, Like, Post, User
+
+pytestmark = pytest.mark.slow
 
 POSTS = ("POST#p0", "POST#p1", "POST#p2")
 USERS = ("USER#u0", "USER#u1", "USER#u2")
@@ -64,10 +66,7 @@ class CountedWrites(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        point_models_at(None)
-        self.mock = mock_aws()
-        self.mock.start()
-        create_tables()
+        self.backend = Backend("moto", TABLE_MODELS).__enter__()
         self.children: Set[ChildKey] = set()
         self.counters: Dict[CounterKey, int] = {}  # as stored
         self.tokens: Dict[ChildKey, str] = {}  # the token that put each child still stored by a counted save
@@ -75,7 +74,7 @@ class CountedWrites(RuleBasedStateMachine):
         self.loaded: Dict[str, Post] = {}  # copies of posts loaded earlier, going stale
 
     def teardown(self) -> None:
-        self.mock.stop()
+        self.backend.__exit__(None, None, None)
 
     @initialize()
     def parents(self) -> None:
@@ -310,9 +309,7 @@ def test_bulk_writes_report_each_child_as_its_own_write_would(stored_children: L
                                                               max_actions: int) -> None:
     """With exact counters, ``bulk_write`` adds every absent child it saves and removes every stored child it
     deletes; it rejects exactly the duplicates and the missing children; the counters stay exact."""
-    point_models_at(None)
-    with mock_aws():
-        create_tables()
+    with Backend("moto", TABLE_MODELS):
         for post in POSTS:
             Post(pk=post, sk="META").save()
         for user in USERS:

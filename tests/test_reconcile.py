@@ -9,7 +9,7 @@ import pytest
 from pynamodb_counters import signals, skip_counting
 from pynamodb_counters.exceptions import ConfigurationError
 from pynamodb_counters.reconcile import Drift, audit, repair
-from tests.conftest import _raw_client, post, snapshot
+from tests.factories import post, raw_client, snapshot
 from tests.models import Bookmark, Comment, Like, Post, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -37,8 +37,8 @@ def seed(posts: int = 200, seed_value: int = 7) -> Dict[Key, Tuple[Any, int]]:
         actual = children[key]
         if len(planted) % 3 == 0:
             stored: Any = None  # a counter added to an existing model: the attribute is missing
-            _raw_client(None).update_item(TableName="Social", Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}},
-                                          UpdateExpression="REMOVE like_tally")
+            raw_client(None).update_item(TableName="Social", Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}},
+                                         UpdateExpression="REMOVE like_tally")
         else:
             stored = actual + rng.choice([-2, -1, 1, 3]) if actual >= 2 else actual + rng.choice([1, 4])
             with skip_counting():
@@ -47,6 +47,7 @@ def seed(posts: int = 200, seed_value: int = 7) -> Dict[Key, Tuple[Any, int]]:
     return planted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("segments", [1, 4])
 def test_a_scan_audit_reports_exactly_the_planted_drift(segments: int) -> None:
     planted = seed()

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.served
 POSTS = [(f"POST#{n}", "META") for n in range(6)]
 
 
+@pytest.mark.slow
 def test_repair_under_four_threads_of_likes_and_unlikes(served: ServedMoto) -> None:
     rng = random.Random(42)
     with skip_counting():

@@ -20,6 +20,7 @@ from pynamodb_counters.exceptions import (
     TransactionError,
 )
 from pynamodb_counters.retries import classify
+from tests.factories import like
 from tests.models import Like
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -40,10 +41,6 @@ def stubber() -> Iterator[Stubber]:
     with Stubber(transact_client(Like)) as stub:
         yield stub
         stub.assert_no_pending_responses()
-
-
-def like() -> Like:
-    return Like(pk="POST#a91f", sk="LIKE#USER#7c20", liked_at=1)
 
 
 def items_of(child: Like) -> List[Dict[str, Any]]:

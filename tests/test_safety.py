@@ -20,7 +20,7 @@ from pynamodb_counters.exceptions import (
     MissingChildError,
     ParentKeyError,
 )
-from tests.conftest import post, snapshot
+from tests.factories import post, snapshot
 from tests.models import REGION, Bookmark, Doc, Edit, Like, Post, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -278,7 +278,6 @@ def test_case12_update_with_a_non_list_raises_pynamodbs_own_type_error(plain_tab
     assert _error_of(lambda: Plain.get("a").update(actions=[])) == expected
 
 
-
 def test_case2_bulk_delete_counts_off_the_stored_parents(bookmarked: None) -> None:
     from pynamodb_counters.bulk import bulk_delete
 
@@ -309,13 +308,13 @@ def test_case7_reshard_of_a_non_integer_shard_is_a_clear_error_and_writes_nothin
     from pynamodb_counters.exceptions import CorruptCounterError
     from pynamodb_counters.resharding import reshard
     from pynamodb_counters.shards import shard_key
-    from tests.conftest import _raw_client
+    from tests.factories import raw_client
 
     Video(pk="VIDEO#v1", sk="META").save()
     hash_key, range_key = shard_key(("VIDEO#v1", "META"), 15)
-    _raw_client(None).update_item(TableName="Videos", Key={"pk": {"S": hash_key}, "sk": {"S": range_key}},
-                                  UpdateExpression="ADD view_count :half",
-                                  ExpressionAttributeValues={":half": {"N": "0.5"}})  # by hand
+    raw_client(None).update_item(TableName="Videos", Key={"pk": {"S": hash_key}, "sk": {"S": range_key}},
+                                 UpdateExpression="ADD view_count :half",
+                                 ExpressionAttributeValues={":half": {"N": "0.5"}})  # by hand
     before = snapshot()
     with pytest.raises(CorruptCounterError, match="VIDEO#v1"):
         reshard(Video.view_count, 8, parents=[("VIDEO#v1", "META")])

@@ -26,7 +26,7 @@ from pynamodb_counters.exceptions import (
     TransactionTooLargeError,
 )
 from pynamodb_counters.shards import SHARD
-from tests.conftest import post, snapshot, stored
+from tests.factories import like, likes, post, snapshot, stored, tally
 from tests.faults import LOSE_RESPONSE, RESET_BEFORE, SERVER_ERROR, THROTTLE, FaultProxy, answer
 from tests.models import REGION, Like, Post
 
@@ -54,18 +54,6 @@ class Track(CounterMixin, Model):
     sk = UnicodeAttribute(range_key=True)  # "TRACK#7"
     play_count = CounterField(shards=4)
     album = counted_by(Album.track_count, key=lambda track: (track.pk, "META"), prefix="TRACK#")
-
-
-def like(user: Any, pk: str = "POST#a91f") -> Like:
-    return Like(pk=pk, sk=f"LIKE#USER#{user}", liked_at=1)
-
-
-def tally(pk: str = "POST#a91f") -> int:
-    return Post.get(pk, "META", consistent_read=True).like_tally
-
-
-def likes(pk: str = "POST#a91f") -> int:
-    return Like.count(pk, Like.sk.startswith("LIKE#"), consistent_read=True)
 
 
 @pytest.fixture

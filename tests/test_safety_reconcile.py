@@ -27,7 +27,7 @@ from pynamodb_counters.exceptions import (
     TransactionError,
 )
 from pynamodb_counters.reconcile import Drift, audit, repair
-from tests.conftest import _raw_client, post, snapshot, stored
+from tests.factories import post, raw_client, snapshot, stored
 from tests.models import Like, Post, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -93,12 +93,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Tuple[int, str, str]:
 def raw_update(table: str, key: Dict[str, Any], expression: str, values: Dict[str, Any]) -> None:
     """An UpdateItem behind the library's back; ``#a`` in ``expression`` names the attribute."""
     names = {"#a": expression.split()[1]}
-    _raw_client(None).update_item(TableName=table, Key=key, UpdateExpression=expression.replace(names["#a"], "#a"),
-                                  ExpressionAttributeNames=names, ExpressionAttributeValues=values)
+    raw_client(None).update_item(TableName=table, Key=key, UpdateExpression=expression.replace(names["#a"], "#a"),
+                                 ExpressionAttributeNames=names, ExpressionAttributeValues=values)
 
 
 def raw_item(table: str, key: Dict[str, Any]) -> Dict[str, Any]:
-    item: Dict[str, Any] = _raw_client(None).get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+    item: Dict[str, Any] = raw_client(None).get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
     return item
 
 
@@ -514,7 +514,7 @@ def test_case15_an_unknown_option_is_one_line_on_stderr(capsys: pytest.CaptureFi
 
 def test_case15_a_parent_without_its_counter_reads_0_and_audits_as_drift() -> None:
     key = post("POST#old")
-    _raw_client(None).update_item(TableName="Social", Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}},
-                                  UpdateExpression="REMOVE like_tally")
+    raw_client(None).update_item(TableName="Social", Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}},
+                                 UpdateExpression="REMOVE like_tally")
     assert Post.get(*key).like_tally == 0
     assert [(d.stored, d.actual) for d in audit(Post.like_tally, parents=[key]).drifts] == [(None, 0)]

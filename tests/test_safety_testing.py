@@ -102,6 +102,7 @@ def run_inner(pytester: pytest.Pytester, endpoint: str, tests: str = ONE_TEST) -
     return pytester.runpytest_subprocess(f"--counters-endpoint={endpoint}", "-p", "no:cacheprovider")
 
 
+@pytest.mark.slow
 def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoint: str) -> None:
     client = client_for(endpoint)
     create_table(client)
@@ -116,6 +117,7 @@ def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoin
     assert all(item["note"] == {"S": "not written by the plugin"} for item in stored)
 
 
+@pytest.mark.slow
 def test_case3_plugin_deletes_the_tables_it_created_and_nothing_else(pytester: pytest.Pytester,
                                                                      endpoint: str) -> None:
     client = client_for(endpoint)
@@ -200,6 +202,7 @@ def test_served_beside_a_users_mock(users_mock, counters_backend):
 '''
 
 
+@pytest.mark.slow
 def test_case3_served_mode_keeps_a_users_own_mock_tables(pytester: pytest.Pytester) -> None:
     """moto's state is process-wide: the served engine sees a user's ``mock_aws`` tables; it must leave them."""
     pytester.makepyfile(app_models=MODELS)
@@ -310,6 +313,26 @@ def test_case9_backend_restores_models_when_it_refuses() -> None:
     assert {model: state(model) for model in MODELS_9} == before
 
 
+def test_the_backend_keeps_a_models_connection_for_the_next_test_unless_the_test_replaced_it_or_its_settings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new connection builds a botocore client on first use (about 0.1 s a model): the moto backend keeps the one
+    it gave, but never one a test made itself, nor one made from settings the test changed."""
+    with Backend("moto", [Album]):
+        given = Album._get_connection()
+        Album(pk="A1").save()  # builds the client
+    with Backend("moto", [Album]):
+        assert Album._get_connection() is given
+        Album._connection = None  # the test makes its own connection
+        own = Album._get_connection()
+    with Backend("moto", [Album]):
+        fresh = Album._get_connection()
+        assert fresh is not given and fresh is not own
+    monkeypatch.setattr(Album.Meta, "read_timeout_seconds", 7, raising=False)
+    with Backend("moto", [Album]):
+        assert Album._get_connection() is not fresh  # made from other settings
+        assert Album._get_connection().connection.host is None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Case 14: the served engine forgets the objects moto tracks for its dashboard
 # ---------------------------------------------------------------------------------------------------------------
@@ -323,6 +346,7 @@ def tracked_instances() -> int:
                for cls in models.values())
 
 
+@pytest.mark.slow
 @pytest.mark.served
 def test_case14_served_engine_memory_stays_bounded(served: ServedMoto) -> None:
     from tests.models import Like, Post

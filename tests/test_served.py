@@ -17,17 +17,13 @@ from pynamodb_counters import RetryPolicy, signals
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults
-from tests.conftest import post
+from tests.factories import like, post
 from tests.faults import FaultProxy
 from tests.models import Like, Post
 
 pytestmark = pytest.mark.served
 
 FAST = RetryPolicy(max_attempts=8, base_delay=0.001, max_delay=0.01)
-
-
-def like(user: str) -> Like:
-    return Like(pk="POST#a91f", sk=f"LIKE#USER#{user}", liked_at=1750636800)
 
 
 def counted_state() -> Dict[str, int]:
@@ -49,6 +45,7 @@ class Events:
         return receive
 
 
+@pytest.mark.slow
 def test_eight_threads_liking_one_post_keep_the_counter_exact(served: ServedMoto) -> None:
     post()
     rng = random.Random(20261130)

@@ -37,7 +37,7 @@ from pynamodb_counters.exceptions import (
 from pynamodb_counters.reconcile import audit, repair
 from pynamodb_counters.resharding import reshard
 from pynamodb_counters.shards import MAX_SHARDS
-from tests.conftest import _raw_client, stored
+from tests.factories import make_video, raw_client, stored, view
 from tests.models import REGION, Fan, Report, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -94,8 +94,8 @@ def children_by_shard(pk: str, shards: int, prefix: str = "VIEW#") -> Dict[int, 
 
 def raw_update(pk: str, expression: str, value: int, sk: str = "META") -> None:
     """An UpdateItem behind the library's back (``:v`` is ``value``)."""
-    _raw_client(None).update_item(TableName="Videos", Key={"pk": {"S": pk}, "sk": {"S": sk}},
-                                  UpdateExpression=expression, ExpressionAttributeValues={":v": {"N": str(value)}})
+    raw_client(None).update_item(TableName="Videos", Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                                 UpdateExpression=expression, ExpressionAttributeValues={":v": {"N": str(value)}})
 
 
 def shard_pk(pk: str, shard: int) -> str:
@@ -103,13 +103,6 @@ def shard_pk(pk: str, shard: int) -> str:
 
 
 # -- writing -------------------------------------------------------------------------------------------------
-def make_video(pk: str = "VIDEO#v1", title: str = "cats") -> Key:
-    Video(pk=pk, sk="META", title=title).save()
-    return (pk, "META")
-
-
-def view(pk: str, user: object) -> View:
-    return View(pk=pk, sk=f"VIEW#USER#{user}")
 
 
 def user_on_shard(pk: str, shard: int, shards: int = VIEWS, prefix: str = "VIEW#USER#", skip: int = 0) -> str:
@@ -296,7 +289,7 @@ def test_a_view_of_a_video_stored_without_its_shard_items_creates_them_first() -
     the first counted write that needs one creates them, then lands."""
     with skip_counting(Video):
         Video(pk="VIDEO#raw", sk="META", title="imported").save()  # a plain PutItem: no shard items
-    _raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
+    raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
     assert sorted(shard_items("VIDEO#raw")) == [0] and sorted(shard_items("VIDEO#put")) == [0]
     for pk in ("VIDEO#raw", "VIDEO#put"):
         with requests() as sent:
@@ -312,7 +305,7 @@ def test_a_view_of_a_video_stored_without_its_shard_items_creates_them_first() -
 
 def test_a_bulk_write_on_a_video_without_shard_items_rejects_what_lands_on_them() -> None:
     """Bulk writes do not create shard items: the children that need one are rejected, naming the fix."""
-    _raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
+    raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
     before = table()
     result = bulk_save([view("VIDEO#put", user_on_shard("VIDEO#put", 15))])
     [outcome] = result.rejected
@@ -346,6 +339,7 @@ def test_a_sharded_counter_has_no_floor_but_an_unsharded_one_keeps_it() -> None:
 
 
 # -- 6. totals -----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_totals_read_many_parents_and_leave_out_missing_ones() -> None:
     keys = [make_video(f"VIDEO#{n}") for n in range(8)]  # 8 x 16 shard items: more than one BatchGetItem
     for n, (pk, _) in enumerate(keys):
@@ -489,6 +483,7 @@ def test_reshard_grows_an_unsharded_counter_and_counts_stay_exact(monkeypatch: p
     assert audit(Video.fan_count).drifts == ()
 
 
+@pytest.mark.slow
 def test_reshard_shrinks_after_the_deploy_and_keeps_every_count(monkeypatch: pytest.MonkeyPatch) -> None:
     key = make_video()
     other = make_video("VIDEO#w2")
@@ -627,6 +622,7 @@ def test_a_transaction_saving_a_video_after_a_shrink_deploy_keeps_its_total(monk
 
 
 # -- 12. bulk writes -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_bulk_save_counts_every_view_on_its_shard() -> None:
     keys = [make_video(f"VIDEO#b{n}") for n in range(4)]
     views = [view(keys[n % 4][0], n) for n in range(320)]
@@ -646,7 +642,6 @@ def test_bulk_save_counts_every_view_on_its_shard() -> None:
                                + [(f.pk, "fan_count", 1, crc_shard(f.pk, f.sk, FANS)) for f in fans])
     report = audit(Video.view_count)
     assert report.parents_checked == 4 and report.drifts == ()
-
 
 
 # -- the window between deploying fewer shards and running reshard() -----------------------------------------

@@ -25,7 +25,7 @@ from pynamodb_counters.shards import choose_shard
 from pynamodb_counters.testing import assert_counters_exact
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults
-from tests.conftest import stored
+from tests.factories import stored
 from tests.faults import FaultProxy
 from tests.models import Fan, Report, Video, View
 
@@ -187,6 +187,7 @@ def seed_views(users: List[str]) -> None:
 
 
 # -- 1. exact totals and exact shards under contention --------------------------------------------------------
+@pytest.mark.slow
 def test_eight_threads_viewing_and_fanning_one_video_keep_every_shard_exact(served: ServedMoto) -> None:
     Video(pk=VIDEO[0], sk=VIDEO[1], title="hot").save()
     assert sorted(shard_items()) == list(range(16))  # the first save created the shard items
@@ -286,6 +287,7 @@ def repair_live(drifts: Any, seed: int, reports: float = 0.0, max_attempts: int 
     return result, during
 
 
+@pytest.mark.slow
 def test_repair_of_drifted_shards_while_four_threads_write(served: ServedMoto) -> None:
     seed_videos()
     plant(served.endpoint_url, f"{VIDEOS[0][0]}#SHARD5", "view_count", 7)
@@ -310,6 +312,7 @@ def test_repair_of_drifted_shards_while_four_threads_write(served: ServedMoto) -
         assert sum(number(item, "fans") for item in raw[pk].values()) == len(fans(pk))
 
 
+@pytest.mark.slow
 def test_repair_of_the_unsharded_counter_beside_sharded_ones_while_threads_write(served: ServedMoto) -> None:
     """Video.report_count is unsharded, but the video item records 16 shard items (for its sharded counters)."""
     seed_videos()
@@ -383,6 +386,7 @@ def test_growing_from_one_to_eight_shards_while_threads_write(served: ServedMoto
 
 
 # -- 4. lost responses on sharded writes -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_lost_responses_and_resets_on_sharded_writes_keep_every_shard_exact(proxy: FaultProxy) -> None:
     Video(pk=VIDEO[0], sk=VIDEO[1]).save()
     proxy.set_random_faults(0.25, [faults.LOSE_RESPONSE, faults.RESET_BEFORE, faults.CONFLICT], seed=5)

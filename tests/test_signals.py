@@ -8,7 +8,7 @@ import pytest
 
 from pynamodb_counters import signals, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
-from tests.conftest import post
+from tests.factories import like, post
 from tests.models import Like, Post
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -20,10 +20,6 @@ class Recorder:
 
     def __call__(self, sender: Any, **kwargs: Any) -> None:
         self.calls.append(dict(kwargs, sender=sender))
-
-
-def like(user: str = "7c20") -> Like:
-    return Like(pk="POST#a91f", sk=f"LIKE#USER#{user}", liked_at=1)
 
 
 def test_child_added_and_removed_carry_the_instance_and_its_changes() -> None:

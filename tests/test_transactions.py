@@ -7,7 +7,7 @@ import pytest
 
 from pynamodb_counters import CountedTransaction, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, InvalidTransactionError, TransactionTooLargeError
-from tests.conftest import post, snapshot
+from tests.factories import LIKED_AT, like, post, snapshot
 from tests.models import Board, Bookmark, Card, Comment, Like, Post, User
 
 
@@ -23,13 +23,9 @@ def expand(request: dict, field: str) -> str:
     return re.sub(r":\w+", value, text)
 
 
-def like(user: str, pk: str = "POST#a91f") -> Like:
-    return Like(pk=pk, sk=f"LIKE#USER#{user}", liked_at=1750636800)
-
-
 def test_a_like_is_the_documented_transaction() -> None:
     transaction = CountedTransaction(token="t" * 36)
-    transaction.save(like("7c20"))
+    transaction.save(like("7c20", liked_at=LIKED_AT))
     plan = transaction.plan()
     put, update = plan.items
     assert put["Put"]["TableName"] == "Social"

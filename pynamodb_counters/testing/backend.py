@@ -25,6 +25,21 @@ _ABSENT = object()
 #: how the backend waits for a table to become active, or to be gone: every second, for two minutes at most
 _WAITING = {"Delay": 1, "MaxAttempts": 120}
 
+#: the ``Meta`` settings a PynamoDB connection is made from
+_CONNECTION_SETTINGS = ("table_name", "region", "host", "connect_timeout_seconds", "read_timeout_seconds",
+                        "max_retry_attempts", "max_pool_connections", "extra_headers", "aws_access_key_id",
+                        "aws_secret_access_key", "aws_session_token")
+
+#: connections kept between moto and served backends, by model and endpoint (``None``: moto in-process), with the
+#: settings each was made from. Building a connection's botocore client costs about 0.1 s a model, which a suite
+#: would otherwise pay in every test. Never kept for ``"endpoint"`` backends, whose credentials come from the
+#: environment of the moment.
+_KEPT_CONNECTIONS: Dict[Tuple[type, Optional[str]], Tuple[Tuple[Any, ...], Any]] = {}
+
+
+def _settings(model: Any) -> Tuple[Any, ...]:
+    return tuple(getattr(model.Meta, name, None) for name in _CONNECTION_SETTINGS)
+
 
 class ExistingTableError(RuntimeError):
     """A table the backend would create already exists: it holds data the backend did not write, so the backend
@@ -103,9 +118,10 @@ def _error_code(error: BaseException) -> Optional[str]:
     return str(code) if code is not None else None
 
 
-def _create_table(model: Any) -> None:
-    """CreateTable for ``model``, on demand, then wait until it is active. Unlike ``Model.create_table()``, which
-    quietly does nothing when the table exists, this raises ``TableError`` (``ResourceInUseException``)."""
+def _create_table(model: Any, wait: bool) -> None:
+    """CreateTable for ``model``, on demand, then (``wait``) wait until it is active. Unlike
+    ``Model.create_table()``, which quietly does nothing when the table exists, this raises ``TableError``
+    (``ResourceInUseException``)."""
     schema = model._get_schema()
     kwargs: Dict[str, Any] = {name: schema[name] for name in ("attribute_definitions", "key_schema",
                                                               "global_secondary_indexes",
@@ -116,8 +132,9 @@ def _create_table(model: Any) -> None:
         kwargs["tags"] = model.Meta.tags
     connection = model._get_connection()
     connection.create_table(billing_mode="PAY_PER_REQUEST", **kwargs)
-    connection.connection.client.get_waiter("table_exists").wait(TableName=model.Meta.table_name,
-                                                                 WaiterConfig=_WAITING)
+    if wait:
+        connection.connection.client.get_waiter("table_exists").wait(TableName=model.Meta.table_name,
+                                                                     WaiterConfig=_WAITING)
     model.update_ttl(ignore_update_ttl_errors=False)
 
 
@@ -129,6 +146,10 @@ class Backend:
     ``Meta.host`` of every model pointed, and the cached connection (``_connection``) of every model sharing
     their ``Meta`` classes (polymorphic subclasses included), are put back exactly as they were, including
     "absent"; so are the environment variables it set.
+
+    A moto or served backend gives each model a connection for the test and keeps it for the next backend
+    pointing that model at the same engine, unless the test replaced it or changed the ``Meta`` settings it was
+    made from: a new connection builds its botocore client (about 0.1 s) on first use.
 
     :param kind: ``"moto"`` (moto in-process), ``"served"`` (a moto server, ``endpoint_url`` given) or
       ``"endpoint"`` (any DynamoDB endpoint).
@@ -149,6 +170,8 @@ class Backend:
         self._changes = _Changes()
         self._environment: Dict[str, Optional[str]] = {}
         self._mock: Any = None
+        #: the settings and connection given to each model (moto and served backends)
+        self._given: Dict[type, Tuple[Tuple[Any, ...], Any]] = {}
 
     def __enter__(self) -> Backend:
         try:
@@ -164,6 +187,7 @@ class Backend:
         try:
             self._drop_created_tables()
         finally:
+            self._keep_connections()
             self._changes.undo()
             self._stop_engine()
 
@@ -214,6 +238,36 @@ class Backend:
         for model in self.touched_models():
             self._changes.set(model.Meta, "host", self.endpoint_url)  # type: ignore[attr-defined]
             self._changes.set(model, "_connection", None)  # PynamoDB caches one connection per model class
+        if self.kind != "endpoint":
+            self._give_kept_connections()
+
+    def _give_kept_connections(self) -> None:
+        """Give each model the connection kept for it at this endpoint if its settings are still the same, or a new
+        one, and note which one it is: only that one, unreplaced, is kept for the next backend."""
+        for model in self.touched_models():
+            if getattr(model.Meta, "table_name", None) is None:  # type: ignore[attr-defined]
+                continue  # an abstract model: PynamoDB makes no connection for it
+            settings = _settings(model)
+            settings_and_connection = _KEPT_CONNECTIONS.get((model, self.endpoint_url))
+            if settings_and_connection is not None and settings_and_connection[0] == settings:
+                self._changes.set(model, "_connection", settings_and_connection[1])
+            self._given[model] = (settings, model._get_connection())  # type: ignore[attr-defined]
+
+    def _keep_connections(self) -> None:
+        """Keep the connection each model was given, unless the test replaced it or changed the settings it was
+        made from."""
+        for model, (settings, connection) in self._given.items():
+            if model.__dict__.get("_connection") is connection and _settings(model) == settings:
+                _KEPT_CONNECTIONS[(model, self.endpoint_url)] = (settings, connection)
+            else:
+                _KEPT_CONNECTIONS.pop((model, self.endpoint_url), None)
+        self._given.clear()
+
+    @property
+    def _waits(self) -> bool:
+        """Whether table creations and deletions are waited for: moto (in-process or served) creates a table
+        active and deletes it at once, so only a real endpoint needs the waiters."""
+        return self.kind == "endpoint"
 
     def _where(self) -> str:
         return self.endpoint_url or "moto in-process"
@@ -236,7 +290,7 @@ class Backend:
         for model in models:
             table = model.Meta.table_name  # type: ignore[attr-defined]
             try:
-                _create_table(model)
+                _create_table(model, wait=self._waits)
             except TableError as error:
                 if _error_code(error) == _TABLE_IN_USE:
                     raise self._refuse(table) from error
@@ -250,5 +304,6 @@ class Backend:
             table = self.created.pop()
             model = by_table[table]
             model.delete_table()  # type: ignore[attr-defined]
-            client = model._get_connection().connection.client  # type: ignore[attr-defined]
-            client.get_waiter("table_not_exists").wait(TableName=table, WaiterConfig=_WAITING)
+            if self._waits:
+                client = model._get_connection().connection.client  # type: ignore[attr-defined]
+                client.get_waiter("table_not_exists").wait(TableName=table, WaiterConfig=_WAITING)
