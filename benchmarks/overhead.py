@@ -122,11 +122,11 @@ class CannedResponses:
                           request_context: Any) -> Tuple[AWSResponse, Dict[str, Any]]:
             return answer(operation_model, request_dict)
 
-        botocore.client.BaseClient._make_request = _make_request  # type: ignore[method-assign]
+        botocore.client.BaseClient._make_request = _make_request
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        botocore.client.BaseClient._make_request = self._original  # type: ignore[method-assign]
+        botocore.client.BaseClient._make_request = self._original
 
 
 # -- the paths --------------------------------------------------------------------------------------------------
