@@ -10,11 +10,12 @@ Every benchmark of the write and read paths, in turn: ``python -m benchmarks``.
 
 The parts (each also runs alone, ``python -m benchmarks.NAME --help``):
 
-* ``overhead``: CPU of a counted ``save()`` against the same transaction by hand (canned responses);
+* ``overhead``: CPU of a counted ``save()`` against the same transaction sent through PynamoDB without this
+  library (canned responses);
 * ``roundtrips``: requests per counted write (1 and 2 relations) and per 1,000 children in bulk;
-* ``bulk``: 10,000 likes across 100 posts with ``bulk_save()`` against one transaction per like;
+* ``bulk``: 10,000 likes across 100 posts with ``bulk_save()`` against one PynamoDB transaction per like;
 * ``reads``: a stored counter (GetItem; a 16-shard counter's ``total()``, one BatchGetItem) against a counting
-  Query;
+  Query of likes stored without this library;
 * ``hotparent``: a hot post, simulated: likes per second, unsharded and sharded.
 
 The audit benchmark (``python -m benchmarks.audit``) runs on its own: it takes about 5 minutes more.

@@ -2,6 +2,10 @@
 The models the write and read benchmarks use: the README's ``Social`` table, a ``Users`` table in which a
 bookmark is counted too (as ``Bookmark`` in ``tests/models.py``), and a post whose like counter is sharded.
 
+The baselines use :class:`PlainPost` and :class:`PlainLike`: the same items in the same table, as plain PynamoDB
+models without :class:`~pynamodb_counters.CounterMixin`, written and read the way a user does without this
+library.
+
 Each benchmark points them at its own engine (:func:`benchmarks._shared.point_models_at`); until then they
 point nowhere useful, and the benchmarks set dummy credentials, so nothing reaches AWS.
 """
@@ -9,13 +13,17 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
 
 REGION = "us-east-1"
 NOWHERE = "http://127.0.0.1:9"  # the discard port: replaced before any request
+WRITE_ID = "_cwid"  # the attribute a counted save stores its token in
+SEQUENCE = "_cseq"  # the attribute every counted write adds 1 to on its parent
+FED_BY = "_cfeed"  # the relations that have fed a parent's counters: every counted write adds its own
+# these names are the library's; benchmarks.overhead fails unless its baseline sends the counted save's very request
 
 
 class Post(CounterMixin, Model):
@@ -58,6 +66,10 @@ class Like(CounterMixin, Model):
     sk = UnicodeAttribute(range_key=True)  # "LIKE#USER#0007"
     liked_at = NumberAttribute()
     post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
+
+
+LIKE_FEED = f"like_tally<{__name__}:Like.post"
+"""What a counted save of a :class:`Like` adds to its post's ``_cfeed``: ``counter<module:Child.relation``."""
 
 
 class Bookmark(CounterMixin, Model):
@@ -114,4 +126,43 @@ class ShardedLike(CounterMixin, Model):
     post = counted_by(ShardedPost.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
 
 
+class PlainPost(Model):
+    """:class:`Post` without this library: a plain PynamoDB model of the same item, for the baselines.
+
+    ``like_tally`` is a plain number a baseline adds 1 to itself. ``sequence`` and ``fed_by`` are the attributes
+    every counted write also updates on its parent (it adds 1 to ``_cseq`` and :data:`LIKE_FEED` to ``_cfeed``), so
+    that a baseline can send the very request the library sends.
+    """
+
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    like_tally = NumberAttribute(null=True)
+    sequence = NumberAttribute(attr_name=SEQUENCE, null=True)
+    fed_by = UnicodeSetAttribute(attr_name=FED_BY, null=True)
+
+
+class PlainLike(Model):
+    """:class:`Like` without this library: a plain PynamoDB model of the same item, for the baselines.
+
+    ``write_id`` is the attribute a counted save stores its token in (``_cwid``): a baseline that sends the
+    library's request sets it; a baseline that stores likes as a user would without this library leaves it out.
+    """
+
+    class Meta:
+        table_name = "Social"
+        region = REGION
+        host: Optional[str] = NOWHERE
+
+    pk = UnicodeAttribute(hash_key=True)  # "POST#00042"
+    sk = UnicodeAttribute(range_key=True)  # "LIKE#USER#0007"
+    liked_at = NumberAttribute()
+    write_id = UnicodeAttribute(attr_name=WRITE_ID, null=True)
+
+
 ALL_MODELS: List[Any] = [Post, User, Like, Bookmark, ShardedPost, ShardedLike]
+PLAIN_MODELS: List[Any] = [PlainPost, PlainLike]

@@ -8,7 +8,9 @@ Benchmark: reading a post's like count: the stored counter against counting the 
     python -m benchmarks.reads --json r.json
 
 On the served moto engine (in a child process). Three posts get 10, 1,000 and 10,000 likes, written with
-``bulk_save()`` (so each like carries the write id a counted save stores). Three more posts, of a model whose like
+``bulk_save()`` (so each like carries the write id a counted save stores). Three more posts get as many likes
+without this library, as a user stores them who counts them by Query: ``PlainLike`` items (a plain PynamoDB
+model, no write id) written with PynamoDB's ``batch_write()``. Three more posts, of a model whose like
 counter is **sharded over 16 items** (``CounterField(shards=16)``, ``ShardedPost`` in ``benchmarks/_models.py``),
 get as many likes each, the same way: their ``save()`` creates the 15 shard items beside the post item (shard 0),
 and each like is counted on the shard its key picks. Then, with a fixed latency in front of every request (5 ms by
@@ -17,8 +19,9 @@ default), it reads each count ``--repeat`` times, round-robin, three ways, all s
 * **counter**: one GetItem of the post (``Post.get(..., consistent_read=True).like_tally``);
 * **16 shards**: ``ShardedPost.like_tally.total(key, consistent_read=True)``: one BatchGetItem of the 16 shard
   items, summed;
-* **counting Query**: ``Like.count(pk, Like.sk.startswith("LIKE#"), consistent_read=True)``: a Query with
-  ``Select=COUNT``, one request per 1 MB of likes.
+* **counting Query** (the baseline, what a user writes without this library): ``PlainLike.count(pk,
+  PlainLike.sk.startswith("LIKE#"), consistent_read=True)`` of the plain likes: a Query with ``Select=COUNT``, one
+  request per 1 MB of likes.
 
 Every read must return the right count, and ``total()`` must make one request, or the benchmark fails.
 It reports the requests each read made (served by
@@ -36,7 +39,7 @@ import statistics
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from benchmarks._models import SHARDS, Like, Post, ShardedLike, ShardedPost
+from benchmarks._models import SHARDS, Like, PlainLike, Post, ShardedLike, ShardedPost
 from benchmarks._shared import (
     BenchmarkError,
     ChildEngine,
@@ -54,7 +57,7 @@ from pynamodb_counters.bulk import bulk_save
 from pynamodb_counters.costs import read_units
 from pynamodb_counters.shards import shard_key
 
-MODELS = [Post, Like, ShardedPost, ShardedLike]
+MODELS = [Post, Like, ShardedPost, ShardedLike, PlainLike]
 SHARDED = f"{SHARDS} shards: total()"
 
 
@@ -72,8 +75,9 @@ def stored_likes(pk: str) -> List[int]:
 
 
 def seed(counts: Sequence[int], engine: ChildEngine) -> Dict[int, Dict[str, Any]]:
-    """Per count: one post and one sharded post, each with that many likes (bulk_save); returns the sizes as
-    stored, the sharded post's count on each shard, and the requests its ``save()`` made."""
+    """Per count: one post and one sharded post, each with that many likes (bulk_save), and one partition of as
+    many plain likes (PynamoDB's batch_write); returns the sizes as stored, the sharded post's count on each shard,
+    and the requests its ``save()`` made."""
     posts: Dict[int, Dict[str, Any]] = {}
     with skip_counting():
         with Post.batch_write() as batch:
@@ -90,7 +94,12 @@ def seed(counts: Sequence[int], engine: ChildEngine) -> Dict[int, Dict[str, Any]
             result = bulk_save(likes)
             if len(result.added) != count:
                 raise BenchmarkError(f"seeding {key}: {len(result.added)} of {count} likes added")
-        posts[count] = {"pk": pk, "sharded_pk": sharded_pk, "sharded_save_requests": save_requests}
+        plain_pk = f"POST#Q{count:05d}"
+        with PlainLike.batch_write() as batch:  # without this library: no write id, no counter
+            for n in range(count):
+                batch.save(PlainLike(pk=plain_pk, sk=f"LIKE#USER#{n:05d}", liked_at=1764460800 + n * 7 % 86400))
+        posts[count] = {"pk": pk, "sharded_pk": sharded_pk, "plain_pk": plain_pk,
+                        "sharded_save_requests": save_requests}
     connection = Post._get_connection()
     attribute = ShardedPost.like_tally.attr_name
     for count, post in posts.items():  # the sizes as stored (raw consistent GetItems and Queries)
@@ -106,21 +115,23 @@ def seed(counts: Sequence[int], engine: ChildEngine) -> Dict[int, Dict[str, Any]
         post["shard_counts"] = [int(item.get(attribute, {}).get("N", 0)) for item in shards if item]
         if sum(post["shard_counts"]) != count:
             raise BenchmarkError(f"{post['sharded_pk']}: its shards hold {sum(post['shard_counts'])}, not {count}")
-        for key in (post["sharded_pk"], post["pk"]):  # the post's likes last: their sizes are kept
+        for key, name in ((post["sharded_pk"], None), (post["pk"], "likes"), (post["plain_pk"], "plain_likes")):
             like_bytes = stored_likes(key)
             if len(like_bytes) != count:
                 raise BenchmarkError(f"{key} has {len(like_bytes)} likes stored, not {count}")
-        post["likes_bytes"] = sum(like_bytes)
-        post["like_bytes_mean"] = sum(like_bytes) / count if count else 0.0
+            if name:
+                post[f"{name}_bytes"] = sum(like_bytes)
+                post[f"{name[:-1]}_bytes_mean"] = sum(like_bytes) / count if count else 0.0
     return posts
 
 
 def readers(post: Dict[str, Any]) -> Dict[str, Callable[[], int]]:
-    pk, sharded_key = post["pk"], (post["sharded_pk"], "META")
+    pk, sharded_key, plain_pk = post["pk"], (post["sharded_pk"], "META"), post["plain_pk"]
     return {
         "counter: GetItem": lambda: Post.get(pk, "META", consistent_read=True).like_tally,
         SHARDED: lambda: ShardedPost.like_tally.total(sharded_key, consistent_read=True),
-        "counting Query (Select=COUNT)": lambda: Like.count(pk, Like.sk.startswith("LIKE#"), consistent_read=True),
+        "counting Query (Select=COUNT)": lambda: PlainLike.count(plain_pk, PlainLike.sk.startswith("LIKE#"),
+                                                                 consistent_read=True),
     }
 
 
@@ -130,7 +141,7 @@ def model_units(method: str, post: Dict[str, Any]) -> float:
         return read_units(post["post_bytes"])
     if "shards" in method:
         return sum(read_units(size) for size in post["shard_bytes"])
-    return paged_read_units(post["likes_bytes"])
+    return paged_read_units(post["plain_likes_bytes"])
 
 
 def run(options: argparse.Namespace) -> Dict[str, Any]:
@@ -145,7 +156,7 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
         started = time.perf_counter()
         before = engine.requests_served
         posts = seed(counts, engine)
-        say(f"seeded 2 x {sum(counts):,} likes in {time.perf_counter() - started:.1f} s "
+        say(f"seeded 3 x {sum(counts):,} likes in {time.perf_counter() - started:.1f} s "
             f"({engine.requests_served - before} requests, no latency)")
         for count in counts:  # warm up every path, outside the timing
             for read in readers(posts[count]).values():
@@ -181,9 +192,10 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
             "rcu_consistent": units, "rcu_eventual": units / 2, "median_ms": statistics.median(times) * 1000,
             "p90_ms": ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)] * 1000,
             "like_bytes_mean": post["like_bytes_mean"], "likes_bytes": post["likes_bytes"],
+            "plain_like_bytes_mean": post["plain_like_bytes_mean"], "plain_likes_bytes": post["plain_likes_bytes"],
             "post_bytes": post["post_bytes"], "shard_bytes": post["shard_bytes"],
             "shard_counts": post["shard_counts"], "sharded_save_requests": post["sharded_save_requests"],
-            "query_pages": max(1, math.ceil(post["likes_bytes"] / PAGE_BYTES)),
+            "query_pages": max(1, math.ceil(post["plain_likes_bytes"] / PAGE_BYTES)),
         })
     say()
     say(f"one like count, strongly consistent, {options.latency * 1000:g} ms per request, {repeat} reads each:")
@@ -194,7 +206,8 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
     sizes = {count: posts[count] for count in counts}
     shard_sizes = [size for p in sizes.values() for size in p["shard_bytes"][1:]]
     say("item sizes as stored: " + "; ".join(
-        f"{count:,} likes: {p['likes_bytes']:,} B ({p['like_bytes_mean']:.0f} B a like)" for count, p in sizes.items())
+        f"{count:,} likes: {p['likes_bytes']:,} B ({p['like_bytes_mean']:.0f} B a like), without this library "
+        f"{p['plain_likes_bytes']:,} B ({p['plain_like_bytes_mean']:.0f} B)" for count, p in sizes.items())
         + f"; a post {max(p['post_bytes'] for p in sizes.values())} B; a sharded post's own item (shard 0) "
         f"{max(p['shard_bytes'][0] for p in sizes.values())} B, its shards 1-{SHARDS - 1} "
         f"{min(shard_sizes)}-{max(shard_sizes)} B")
