@@ -490,6 +490,7 @@ def largest_note() -> int:
     return low
 
 
+@pytest.mark.slow
 def test_case13_an_item_too_large_only_with_the_write_id_says_so() -> None:
     post("POST#big")
     big = BigLike(pk="POST#big", sk="LIKE#USER#big", liked_at=1, note="x" * largest_note())

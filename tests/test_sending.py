@@ -10,7 +10,7 @@ from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from pynamodb_counters import CounterMixin
 from pynamodb_counters.compat import transact_client
-from tests.conftest import post
+from tests.factories import post
 from tests.models import Like, Post
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
