@@ -303,7 +303,10 @@ def test_repair_of_drifted_shards_while_four_threads_write(served: ServedMoto) -
 
     assert result.complete, result.as_dict()
     assert [r.status for r in result.repairs] == ["repaired"] * 3
-    assert sum(r.attempts for r in result.repairs) > len(drifts)  # live writes moved shards mid-repair: recounted
+    # A repair reads each parent again before writing (issue 10, case 1), so a recount now needs a write inside
+    # that short window: whether one lands is the scheduler's; the recount itself is tested deterministically in
+    # tests/test_reconcile.py. What must hold under live writes: every repair landed, and the totals are exact.
+    assert all(r.attempts >= 1 for r in result.repairs)
     assert during > 0  # writes landed while the repair ran
     assert_exact(*VIDEOS)
     raw = all_shard_items()
