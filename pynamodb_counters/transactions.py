@@ -41,7 +41,7 @@ from .exceptions import (
     TransactionError,
     TransactionTooLargeError,
 )
-from .outcomes import commit_plan, finish, interpret, refusals
+from .outcomes import commit_plan, finish, most_fundamental, refusals, signal_refusals
 from .plans import ItemId, Plan, Slot
 from .relations import counters_of, relations_of
 from .results import CounterChange, WriteResult
@@ -263,19 +263,20 @@ class CountedTransaction:
                             return_consumed_capacity=self.return_consumed_capacity)
             except TransactionError as error:
                 raise _explain_size(plan, error) from error.cause
-            if sent.response is None and refusals(plan, sent) is not None:
+            refused = refusals(plan, sent) if sent.response is None else None  # None: committed
+            if refused is not None:
                 if attempt < policy.max_attempts and self._learn_stale_deletes(plan, sent):
                     # the refused attempt wrote nothing: again, from the stored state, as a new request
                     self.token = _next_token(self.token)
                     continue
-                try:
-                    interpret(plan, sent)
-                except ParentNotFoundError as error:
-                    if not (error.shard and _create_missing_shards(error)):
-                        raise
+                errors = [error for _, error in refused]
+                signal_refusals(plan, errors)
+                refusal = most_fundamental(errors)
+                if isinstance(refusal, ParentNotFoundError) and refusal.shard and _create_missing_shards(refusal):
                     # the refused attempt wrote nothing: the same request again, now that the shards exist
                     self.result = commit_plan(plan, policy, self.return_consumed_capacity)
                     return self.result
+                raise refusal
             self.result = finish(plan, sent)
             return self.result
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
