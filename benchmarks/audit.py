@@ -21,7 +21,7 @@ planted ~5% drift. Then it puts a fixed ``--latency`` in front of every request 
 Each mode runs ``--repeat`` times, round-robin. The table shows the median wall time, parents per second, the
 ratio against ``scan, sequential`` and the requests the engine served. It shows read capacity twice: as the
 server reported it (``AuditReport.read_units``; moto reports a flat 1 unit per Query or Scan page and 0.5 per
-GetItem) and as the cost model (:mod:`pynamodb_counters.costs`) gives it for the sizes of the items written.
+GetItem) and as the cost model (:func:`pynamodb_counters.read_units`) gives it for the sizes of the items written.
 Every run must find exactly the planted drift, or the benchmark fails with exit status 1.
 
 Stock moto answers each Query by sorting the whole table, which makes the engine's CPU, not the latency,
@@ -57,9 +57,7 @@ from benchmarks._shared import (
     say,
     use_dummy_credentials,
 )
-from pynamodb_counters import CounterField, CounterMixin, counted_by, skip_counting
-from pynamodb_counters.costs import read_units
-from pynamodb_counters.reconcile import AuditReport, audit
+from pynamodb_counters import AuditReport, CounterField, CounterMixin, audit, counted_by, read_units, skip_counting
 
 Key = Tuple[str, str]
 
@@ -447,7 +445,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     say(table(["mode", "wall s", "parents/s", "vs scan, sequential", "requests", "RCU server", "RCU model"], rows))
     say("RCU server: AuditReport.read_units as moto reports it (a flat 1 per Query or Scan page, 0.5 per GetItem"
         + ("; * partly the audit's own estimate" if any(m.estimated for m in modes) else "") + ").")
-    say("RCU model: pynamodb_counters.costs for the sizes of the items seeded.")
+    say("RCU model: pynamodb_counters.read_units for the sizes of the items seeded.")
 
     comparison = count_versus_counter(sizes, options.max_children)
     say()

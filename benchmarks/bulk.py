@@ -16,7 +16,7 @@ per post) are written as a user writes them without this library, the baseline: 
 (``PlainLike``, ``PlainPost``: no ``CounterMixin``, no write id), one PynamoDB ``TransactWrite`` per like, the
 like's create-only Put and ADD 1 to its post's counter, guarded by the post's existence. Per like, it reports:
 
-* **WCU by the cost model** (:func:`pynamodb_counters.costs.write_units`) for the requests actually sent: a
+* **WCU by the cost model** (:func:`pynamodb_counters.write_units`) for the requests actually sent: a
   client ``before-send`` handler keeps every TransactWriteItems body; each Put is billed on the size of its item
   as sent (write id included, in bulk) and each parent Update on the larger of the post's size before the import and
   after it (DynamoDB bills an Update on the larger of the item before and after), all transactional;
@@ -50,10 +50,8 @@ from benchmarks._shared import (
     say,
     table,
 )
-from pynamodb_counters import skip_counting
-from pynamodb_counters.bulk import bulk_save
-from pynamodb_counters.compat import transact_client
-from pynamodb_counters.costs import write_units
+from pynamodb_counters import bulk_save, skip_counting, write_units
+from pynamodb_counters._compat import transact_client
 
 GOAL_WCU_PER_LIKE = 2.5  # the goal, against about 4 for one transaction per like
 BULK, BASELINE = "bulk_save()", "PynamoDB, one TransactWrite per like"

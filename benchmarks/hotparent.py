@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from benchmarks._shared import BenchmarkError, add_common_options, run_main, say, table
-from pynamodb_counters.retries import RetryPolicy
+from pynamodb_counters import RetryPolicy
 
 POST = "post"  # the post's partition (and its item, the unsharded counter)
 

@@ -70,7 +70,7 @@ from benchmarks._shared import (
     table,
 )
 from pynamodb_counters import CountedTransaction
-from pynamodb_counters.outcomes import commit_plan
+from pynamodb_counters._pipeline import commit_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace(os.sep, "/") + "/"
 GOAL = 1.05  # the goal: a counted save at most 5% slower than the same transaction through PynamoDB

@@ -26,7 +26,7 @@ default), it reads each count ``--repeat`` times, round-robin, three ways, all s
 Every read must return the right count, and ``total()`` must make one request, or the benchmark fails.
 It reports the requests each read made (served by
 the engine), the median and 90th-percentile time, and the read capacity by the cost model
-(:func:`pynamodb_counters.costs.read_units`) on the real item sizes: a GetItem rounds the item up to 4 KB, a
+(:func:`pynamodb_counters.read_units`) on the real item sizes: a GetItem rounds the item up to 4 KB, a
 BatchGetItem rounds up *each* item, and a Query rounds up the total size of the items it reads, per 1 MB page,
 whatever ``Select=COUNT`` returns. The eventually consistent figure is half.
 """
@@ -52,10 +52,8 @@ from benchmarks._shared import (
     table,
 )
 from benchmarks.audit import PAGE_BYTES, paged_read_units
-from pynamodb_counters import skip_counting
-from pynamodb_counters.bulk import bulk_save
-from pynamodb_counters.costs import read_units
-from pynamodb_counters.shards import shard_key
+from pynamodb_counters import bulk_save, read_units, skip_counting
+from pynamodb_counters._shards import shard_key
 
 MODELS = [Post, Like, ShardedPost, ShardedLike, PlainLike]
 SHARDED = f"{SHARDS} shards: total()"

@@ -40,9 +40,8 @@ from benchmarks._shared import (
     say,
     table,
 )
-from pynamodb_counters import skip_counting
-from pynamodb_counters.bulk import BulkResult, bulk_save
-from pynamodb_counters.compat import transact_client
+from pynamodb_counters import BulkResult, bulk_save, skip_counting
+from pynamodb_counters._compat import transact_client
 
 POSTS = 1000
 USERS = 10

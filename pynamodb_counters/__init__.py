@@ -3,30 +3,61 @@ pynamodb-counters: exact reference counters for PynamoDB models.
 
 Declare a :class:`CounterField` on the parent model and a :func:`counted_by` relation on the child model; from
 then on ``child.save()`` and ``child.delete()`` keep the counters exact, each in one DynamoDB transaction.
+
+Everything a user needs is importable from here; the errors are in :mod:`pynamodb_counters.exceptions`, the
+signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_counters.testing`.
 """
 
-from . import signals
+from . import exceptions, signals
+from ._base import MAX_SHARDS
+from ._context import skip_counting
+from ._costs import item_bytes, read_units, write_units
+from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
+from ._results import CounterChange, WriteResult
+from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
+from ._set_counter import set_counter
+from ._shards import not_a_shard
 from .attributes import CounterField
-from .context import skip_counting
+from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
 from .models import CounterMixin
+from .reconcile import audit, repair
 from .relations import Relation, counted_by
-from .repair import set_counter
-from .results import CounterChange, WriteResult
-from .retries import RetryPolicy
-from .transactions import CountedTransaction
+from .resharding import reshard
+from .transactions import MAX_ACTIONS, CountedTransaction
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuditReport",
+    "BulkResult",
+    "ChildOutcome",
     "CountedTransaction",
     "CounterChange",
     "CounterField",
     "CounterMixin",
+    "DEFAULT_RETRY_POLICY",
+    "Drift",
+    "MAX_ACTIONS",
+    "MAX_SHARDS",
     "Relation",
+    "Repair",
+    "RepairReport",
     "RetryPolicy",
+    "Unverifiable",
     "WriteResult",
+    "audit",
+    "bulk_delete",
+    "bulk_save",
+    "bulk_write",
     "counted_by",
+    "exceptions",
+    "item_bytes",
+    "not_a_shard",
+    "read_units",
+    "repair",
+    "reshard",
     "set_counter",
     "signals",
     "skip_counting",
+    "write_units",
 ]

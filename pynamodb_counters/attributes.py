@@ -3,49 +3,19 @@
 """
 from __future__ import annotations
 
-import functools
 import json
 import threading
 from decimal import Decimal
-from typing import Any, Dict, Iterable, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union, overload
 
-from pynamodb.attributes import Attribute, NumberAttribute, UnicodeSetAttribute
+from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from .exceptions import ConfigurationError
+from ._base import MAX_SHARDS, require_mixin
+from ._compat import key_of
+from .exceptions import ConfigurationError, CorruptCounterError
 
-__all__ = ["FED_BY", "MIXIN_MARKER", "SEQUENCE", "WRITE_ID", "CounterField", "check_counters_unchanged",
-           "counters_of", "feed_entry", "feeder_id", "require_mixin"]
-
-MIXIN_MARKER = "_pynamodb_counters_mixin"
-"""Set in :class:`~pynamodb_counters.CounterMixin`'s own namespace, so declarations can find it in a model's MRO."""
-
-WRITE_ID = "_cwid"
-"""The attribute each counted child item carries: the token of the transaction that created it. A retry whose
-response was lost recognises its own committed write by it, even where the server forgets or ignores tokens."""
-
-SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
-"""The counted-write sequence each parent item carries: every counted write that touches the item adds 1, as
-does every repair. A repair conditions on it, so no counted write can land unseen between an audit's count
-and the repair, not even a like and an unlike that leave the counter where it was."""
-
-FED_BY: Attribute[Any] = UnicodeSetAttribute(attr_name="_cfeed")
-"""The relations that have fed each counter of a parent item (or shard item): every counted write adds, in the
-same Update, one entry per counter it changes and per relation feeding that counter in the writing process,
-``"<counter attribute name><<module>:<child model>.<relation>"`` (``like_tally<app.reactions:Reaction.post``).
-An audit that cannot see one of them reports the parent as unverifiable instead of counting too few children."""
-
-
-def feeder_id(relation: Any) -> str:
-    """A relation's name, the same in every process: ``module:ChildModel.relation``."""
-    child = relation.child_model
-    return f"{child.__module__}:{child.__qualname__}.{relation.name}"
-
-
-@functools.cache
-def feed_entry(relation: Any) -> str:
-    """The entry a counted write adds to :data:`FED_BY` for ``relation``: ``counterAttr<module:Child.relation``."""
-    return f"{relation.counter.attr_name}<{feeder_id(relation)}"
+__all__ = ["CounterField"]
 
 
 _C = TypeVar("_C", bound="CounterField")
@@ -74,12 +44,12 @@ class CounterField(Attribute[int]):
     :func:`pynamodb_counters.set_counter` is the explicit path for repairs.
 
     **Sharded** (``CounterField(shards=16)``), the counter is spread over 16 items with different partition keys
-    (:mod:`pynamodb_counters.shards`), for parents too hot for one partition. Then ``post.like_tally`` is only the
+    (see :doc:`sharding`), for parents too hot for one partition. Then ``post.like_tally`` is only the
     parent item's own share (shard 0); read the total with :meth:`total` (one BatchGetItem).
 
     :param attr_name: the attribute name in DynamoDB, if it differs from the Python name.
     :param shards: how many items hold the counter, from 1 (the default: the parent item alone) to
-      :data:`~pynamodb_counters.shards.MAX_SHARDS`.
+      :data:`~pynamodb_counters.MAX_SHARDS`.
     :raises ConfigurationError: ``shards`` is not a whole number in that range.
     """
 
@@ -87,8 +57,6 @@ class CounterField(Attribute[int]):
     null = False
 
     def __init__(self, attr_name: Optional[str] = None, *, shards: int = 1) -> None:
-        from .shards import MAX_SHARDS
-
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
             raise ConfigurationError(f"CounterField(shards={shards!r}): shards is a whole number from 1 (unsharded) "
                                      f"to {MAX_SHARDS}")
@@ -96,6 +64,7 @@ class CounterField(Attribute[int]):
         self.model: Optional[Type[Any]] = None
         self.name: Optional[str] = None
         self.shards = shards
+        self._feeders: List[Any] = []  # the relations declared so far that count into it, in declaration order
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         super().__set_name__(owner, name)
@@ -126,9 +95,6 @@ class CounterField(Attribute[int]):
     def __get__(self: _C, instance: Any, owner: Any) -> Union[_C, int]:
         value = super().__get__(instance, owner)
         if isinstance(value, Decimal) and instance is not None and self.model is not None:
-            from .compat import key_of
-            from .exceptions import CorruptCounterError
-
             raise CorruptCounterError.of(self.model, key_of(instance), str(self.name), value)
         return value  # type: ignore[no-any-return]
 
@@ -156,68 +122,29 @@ class CounterField(Attribute[int]):
 
         :raises DoesNotExist: the parent model's own ``DoesNotExist``: the parent does not exist.
         """
-        from .totals import read_totals
-
-        return read_totals(self, [parent], consistent_read=consistent_read).popitem()[1]
+        total: int = self._owner()._counter_totals(self, [parent], consistent_read, False).popitem()[1]
+        return total
 
     def totals(self, parents: Iterable[Any], *, consistent_read: bool = False) -> Dict[Tuple[Any, ...], int]:
         """Read this counter's totals for many parents: BatchGetItem requests of up to 100 shard items.
 
         :returns: each existing parent's key (a tuple) and total; parents that do not exist are left out.
         """
-        from .totals import read_totals
+        totals: Dict[Tuple[Any, ...], int] = self._owner()._counter_totals(self, parents, consistent_read, True)
+        return totals
 
-        return read_totals(self, parents, consistent_read=consistent_read, missing_ok=True)
+    def _owner(self) -> Any:
+        """The model that declares this counter: it reads totals (the declaration itself does no I/O)."""
+        if self.model is None:
+            raise ConfigurationError(f"{self!r} is not declared on a model class")
+        return self.model
 
     def __repr__(self) -> str:
         owner = self.model.__name__ if self.model is not None else "?"
         return f"CounterField({owner}.{self.name})"
 
 
-def counters_of(model: type) -> Dict[str, CounterField]:
-    """``model``'s counter attributes by Python name (cached per model: a class's attributes are fixed once it is
-    built)."""
-    found = _COUNTERS.get(model)
-    if found is None:
-        attributes = model.get_attributes() if hasattr(model, "get_attributes") else {}
-        found = _COUNTERS[model] = {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
-    return found
-
-
-_COUNTERS: Dict[type, Dict[str, CounterField]] = {}
-
-
-def check_counters_unchanged(instance: Any) -> None:
-    """Refuse to save an instance whose counters were set by hand.
-
-    :raises CountingBypassError: a counter differs from the value last loaded into this instance (or from
-      ``0`` on a new instance).
-    """
-    from .exceptions import CountingBypassError
-
+def loaded_counters(instance: Any) -> Dict[str, Any]:
+    """The counter values last loaded into ``instance`` from DynamoDB, by Python name (none on a new instance)."""
     snapshot = instance.__dict__.get(_LOADED)
-    loaded = snapshot[1] if snapshot is not None and snapshot[0] is instance.attribute_values else {}
-    for name in counters_of(type(instance)):
-        value = instance.attribute_values.get(name)
-        if value is not None and value != loaded.get(name, 0):
-            raise CountingBypassError(
-                f"{type(instance).__name__}.{name} was set by hand to {value!r}; counters change only through "
-                f"counted writes. Use pynamodb_counters.set_counter() to repair one, or skip_counting() for a "
-                f"migration. Nothing was written"
-            )
-
-
-def require_mixin(owner: type, what: str) -> None:
-    """Refuse a counter or relation on a class whose writes would not go through counting.
-
-    :raises ConfigurationError: ``owner`` lacks :class:`~pynamodb_counters.CounterMixin`, or lists it after
-      PynamoDB's ``Model``.
-    """
-    from pynamodb.models import Model
-
-    mro = owner.__mro__
-    mixin = next((i for i, klass in enumerate(mro) if MIXIN_MARKER in vars(klass)), None)
-    if mixin is None or (Model in mro and mro.index(Model) < mixin):
-        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases, "
-                                 f"as in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
-                                 f"not be counted")
+    return snapshot[1] if snapshot is not None and snapshot[0] is instance.attribute_values else {}

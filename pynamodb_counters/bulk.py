@@ -26,31 +26,30 @@ exception stops the call as :class:`BulkWriteError`, whose ``result`` holds ever
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pynamodb.models import Model
 
-from .attributes import check_counters_unchanged
-from .compat import key_of
-from .connection import Sent, send
+from ._chunks import Entry, plan_chunks
+from ._operations import Operation, delete_operation, save_operation
+from ._outcomes import most_fundamental, names_parents
+from ._pipeline import Refused, commit, policy_for
+from ._planner import MAX_ACTIONS, plan
+from ._plans import Slot
+from ._reads import stored_child
+from ._results import WriteResult
+from ._retries import RetryPolicy
+from ._spec import relations_of
 from .exceptions import (
     CountedWriteError,
     CounterError,
     CounterUnderflowError,
-    CountingBypassError,
-    InvalidTransactionError,
     MissingChildError,
     TransactionTooLargeError,
 )
-from .outcomes import finish, most_fundamental, refusals, signal_refusals
-from .plans import ItemId, Plan, Slot
-from .relations import relations_of
-from .results import WriteResult
-from .retries import DEFAULT_RETRY_POLICY, RetryPolicy
-from .shards import shard_count, shard_key
-from .transactions import MAX_ACTIONS, CountedTransaction, item_id, names_parents, relearned, stored_child
 
 __all__ = ["BulkResult", "BulkWriteError", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
 
@@ -172,10 +171,11 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
     operations = [_as_stored(position, operation, child, progress)
                   for position, (operation, child) in enumerate(operations)]
     chunks = plan_chunks(operations, max_actions, skip=set(progress.outcomes))
-    planned = [_planned(chunk, retry, max_actions) for chunk in chunks]  # raises before anything is sent
-    for position, (chunk, (transaction, plan)) in enumerate(zip(chunks, planned)):
+    for chunk in chunks:  # raises before anything is sent
+        _planned(chunk, max_actions)
+    for position, chunk in enumerate(chunks):
         try:
-            _write_chunk(chunk, transaction, plan, retry, progress)
+            _write_chunk(chunk, retry, progress)
         except Exception as unexpected:
             raise _stopped(unexpected, operations, chunk, chunks[position + 1:], progress) from unexpected
     return progress.result(operations)
@@ -195,9 +195,6 @@ class BulkWriteError(CounterError):
     result: BulkResult
 
 
-Operation = Tuple[int, str, Model]  # (input position, "save" | "delete", child)
-
-
 @dataclass
 class _Progress:
     """What a bulk write has done so far."""
@@ -209,7 +206,7 @@ class _Progress:
     def count_request(self) -> None:
         self.requests += 1
 
-    def decide(self, entries: Iterable[Operation], status: str, error: Optional[CounterError] = None) -> None:
+    def decide(self, entries: Iterable[Entry], status: str, error: Optional[CounterError] = None) -> None:
         for position, operation, child in entries:
             self.outcomes[position] = ChildOutcome(child, operation, status, error)
 
@@ -218,8 +215,8 @@ class _Progress:
                           self.requests)
 
 
-def _stopped(unexpected: Exception, operations: Sequence[Tuple[str, Model]], chunk: List[Operation],
-             later: List[List[Operation]], progress: _Progress) -> BulkWriteError:
+def _stopped(unexpected: Exception, operations: Sequence[Tuple[str, Model]], chunk: List[Entry],
+             later: List[List[Entry]], progress: _Progress) -> BulkWriteError:
     """The error that reports what a bulk write had done when ``unexpected`` stopped it in ``chunk``."""
     error = BulkWriteError(f"bulk_write stopped: {unexpected!r} while sending a transaction of {len(chunk)} "
                            f"children, which may or may not have committed; {len(progress.results)} transactions "
@@ -228,13 +225,6 @@ def _stopped(unexpected: Exception, operations: Sequence[Tuple[str, Model]], chu
     progress.decide([entry for entry in chain.from_iterable(later)], "unsent")
     error.result = progress.result(operations)
     return error
-
-
-def _own_actions(model: Type[Model]) -> int:
-    """The actions a counted child's save or delete carries besides its parents' Updates: its own Put or Delete
-    and, when the child is itself a parent with sharded counters, its shard items (written or deleted with it)."""
-    shards = shard_count(model)
-    return 1 + (shards - 1 if shards > 1 else 0)
 
 
 def _as_stored(position: int, operation: str, child: Model, progress: _Progress) -> Tuple[str, Model]:
@@ -250,162 +240,74 @@ def _as_stored(position: int, operation: str, child: Model, progress: _Progress)
         return operation, child
 
 
-def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip: AbstractSet[int] = frozenset()
-                ) -> List[List[Operation]]:
-    """Pure: group operations into chunks of at most ``max_actions`` actions (each child's own actions, its shard
-    items included, plus one per distinct parent item), children of the same parents next to each other so their
-    deltas merge. The operations at the positions in ``skip`` are left out.
-
-    :raises TransactionTooLargeError: a child whose actions alone exceed ``max_actions``.
-    """
-    numbered: List[Tuple[Tuple[ItemId, ...], int, Operation]] = []
-    seen: Set[ItemId] = set()
-    for position, (operation, child) in enumerate(operations):
-        if position in skip:
-            continue
-        model = type(child)
-        if not relations_of(model):
-            raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
-        if operation == "save":
-            check_counters_unchanged(child)
-        own = item_id(model, key_of(child))
-        if own in seen:
-            raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
-        seen.add(own)
-        sign = 1 if operation == "save" else -1
-        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for r in relations_of(model)
-                                for c in r.changes(child, sign)},
-                               key=repr))
-        size = _own_actions(model)
-        if size + len(parents) > max_actions:
-            raise TransactionTooLargeError(
-                f"{model.__name__} {own[1:]} needs {size + len(parents)} actions ({size} of its own, its shard "
-                f"items included, and {len(parents)} parent updates); a transaction here carries at most "
-                f"{max_actions}. Nothing was sent")
-        numbered.append((parents, size, (position, operation, child)))
-    numbered.sort(key=lambda entry: repr(entry[0]))
-    chunks: List[List[Operation]] = []
-    chunk: List[Operation] = []
-    chunk_parents: Set[ItemId] = set()
-    actions = 0
-    for parents, size, entry in numbered:
-        new = chunk_parents | set(parents)
-        if chunk and actions + size + len(new) > max_actions:
-            chunks.append(chunk)
-            chunk, new, actions = [], set(parents), 0
-        chunk.append(entry)
-        chunk_parents = new
-        actions += size
-    if chunk:
-        chunks.append(chunk)
-    return chunks
+def _operations(entries: Sequence[Entry]) -> List[Operation]:
+    return [(save_operation if operation == "save" else delete_operation)(child) for _, operation, child in entries]
 
 
-def _planned(pending: List[Operation], retry: Optional[RetryPolicy], max_actions: int = MAX_ACTIONS
-             ) -> Tuple[CountedTransaction, Plan]:
-    """The transaction of ``pending`` and its plan (pure).
+def _planned(entries: List[Entry], max_actions: int) -> None:
+    """Plan the transaction of ``entries`` (pure), to raise what it would raise before anything is sent.
 
     :raises TransactionTooLargeError: the plan has more than ``max_actions`` actions.
     """
-    transaction = CountedTransaction(retry=retry)
-    for _, operation, child in pending:
-        (transaction.save if operation == "save" else transaction.delete)(child)
-    plan = transaction.plan()
-    if len(plan.items) > max_actions:
-        raise TransactionTooLargeError(f"a chunk of this bulk write has {len(plan.items)} actions, more than "
+    actions = len(plan(_operations(entries), "planned").items)
+    if actions > max_actions:
+        raise TransactionTooLargeError(f"a chunk of this bulk write has {actions} actions, more than "
                                        f"max_actions={max_actions}. Nothing was sent")
-    return transaction, plan
 
 
-def _write_chunk(chunk: List[Operation], transaction: CountedTransaction, plan: Plan,
-                 retry: Optional[RetryPolicy], progress: _Progress) -> None:
-    """Send one chunk; drop the children DynamoDB refuses and send the rest again, until it commits. Every
-    child's outcome goes to ``progress``; a :class:`CounterError` fails the children still pending."""
+def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Progress) -> None:
+    """Commit one chunk through the commit pipeline; drop the children DynamoDB refuses and commit the rest as a
+    new transaction, until it commits. Every child's outcome goes to ``progress``; a :class:`CounterError` fails
+    the children still pending."""
     pending = list(chunk)
-    relearns = 0
     while pending:
+        operations = _operations(pending)
         try:
-            sent = send(plan.slots[0].model, plan.items, plan.token, policy=transaction.retry_policy(),
-                        on_request=progress.count_request)
-            refused = refusals(plan, sent) if sent.response is None else None
+            outcome = commit(operations, str(uuid.uuid4()), policy_for(operations, retry),
+                             on_request=progress.count_request)
         except CounterError as failure:  # retries exhausted, a request DynamoDB rejects, unreadable reasons
             progress.decide(pending, "failed", failure)
             return
-        if not refused:  # committed (now, or on an attempt whose response was lost)
-            progress.results.append(finish(plan, sent))
+        if isinstance(outcome, WriteResult):  # committed (now, or on an attempt whose response was lost)
+            progress.results.append(outcome)
             for entry in pending:
                 progress.decide([entry], "added" if entry[1] == "save" else "removed")
             return
-        stale = _relearned(pending, plan, sent)
-        if stale is not None and relearns < (transaction.retry_policy() or DEFAULT_RETRY_POLICY).max_attempts:
-            relearns += 1  # deletes of children that changed parents: sent again, counted off the stored parents
-            pending = stale
-            try:
-                transaction, plan = _planned(pending, retry)
-            except CounterError as failure:  # the stored parents make the chunk too large
-                progress.decide(pending, "failed", failure)
-                return
-            continue
-        signal_refusals(plan, [error for _, error in refused])
-        blamed = _blame(pending, refused)
+        blamed = _blame(pending, operations, outcome)
         if not blamed:  # nothing to drop: the refusal is not any child's
-            progress.decide(pending, "failed", most_fundamental([error for _, error in refused]))
+            progress.decide(pending, "failed", outcome.error)
             return
         for entry in pending:
             if entry[0] in blamed:
                 error = blamed[entry[0]]
                 progress.decide([entry], "rejected" if isinstance(error, CountedWriteError) else "failed", error)
         pending = [entry for entry in pending if entry[0] not in blamed]
-        if pending:
-            try:
-                transaction, plan = _planned(pending, retry)
-            except CounterError as failure:  # pragma: no cover - the same children planned once already
-                progress.decide(pending, "failed", failure)
-                return
 
 
-def _relearned(pending: List[Operation], plan: Plan, sent: Sent) -> Optional[List[Operation]]:
-    """``pending`` with each delete that DynamoDB refused because its stored child names other parents replaced by
-    that stored child; ``None`` when there is none."""
-    learned: Dict[int, Model] = {}
-    for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
-        item = reason.get("Item")
-        if slot.kind == "delete" and reason.get("Code") == "ConditionalCheckFailed" and item:
-            for position, _, child in pending:
-                stored = relearned(type(child), child, item) if slot.instance is child else None
-                if stored is not None:
-                    learned[position] = stored
-    if not learned:
-        return None
-    return [(position, operation, learned.get(position, child)) for position, operation, child in pending]
-
-
-def _blame(pending: List[Operation], refused: List[Tuple[Slot, CounterError]]) -> Dict[int, CounterError]:
+def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) -> Dict[int, CounterError]:
     """Which pending children each refusal is about, and the one error each is reported with: of its own action's
     refusal and its parents' refusals, the one a single write of it would raise (:func:`most_fundamental`).
 
     A parent's failed floor is not blamed on its other children when one of its children was found missing in
     the same round: that child's decrement, never to be applied, may be all that failed the floor (the rest are
     sent again, and a real underflow shows again then)."""
-    def counted_into(slot: Slot, operation: str, child: Model) -> bool:
-        sign = 1 if operation == "save" else -1
-        return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard
-                   for r in relations_of(type(child)) for c in r.changes(child, sign))
+    def counted_into(slot: Slot, op: Operation) -> bool:
+        return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard for c in op.changes)
 
     errors: Dict[int, List[CounterError]] = {}
-    for slot, error in refused:
+    for slot, error in refusal.refused:
         if slot.kind in ("put", "delete"):
-            for n, _, child in pending:
-                if slot.instance is child:
+            for (n, _, _), op in zip(pending, operations):
+                if op.instance is slot.instance:
                     errors.setdefault(n, []).append(error)
-    missing = [entry for entry in pending
-               if any(isinstance(error, MissingChildError) for error in errors.get(entry[0], ()))]
-    for slot, error in refused:
+    missing = [op for (n, _, _), op in zip(pending, operations)
+               if any(isinstance(error, MissingChildError) for error in errors.get(n, ()))]
+    for slot, error in refusal.refused:
         if slot.kind in ("put", "delete"):
             continue
-        if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op, c) for _, op, c in missing):
+        if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op) for op in missing):
             continue
-        for n, op, child in pending:
-            if counted_into(slot, op, child):
+        for (n, _, _), op in zip(pending, operations):
+            if counted_into(slot, op):
                 errors.setdefault(n, []).append(error)
     return {n: most_fundamental(found) for n, found in errors.items()}

@@ -21,12 +21,13 @@ from typing import Any, Dict, List, NoReturn, Optional, TextIO, Tuple, Union
 from pynamodb.constants import BINARY, NUMBER
 
 from . import __version__
+from ._compat import key_attributes
+from ._reports import AuditReport, RepairReport, json_key
+from ._spec import counters_of, feeders_of
 from .attributes import CounterField
-from .compat import key_attributes
 from .exceptions import ConfigurationError, CounterError
-from .reconcile import AuditReport, RepairReport, audit, repair
-from .relations import Relation, counters_of, feeders_of
-from .reports import json_key
+from .reconcile import audit, repair
+from .relations import Relation
 from .resharding import reshard
 
 __all__ = ["main"]

@@ -16,8 +16,8 @@ from pynamodb.constants import COUNT
 from pynamodb.models import Model
 
 from . import signals
+from ._costs import read_units
 from .attributes import CounterField
-from .costs import read_units
 from .exceptions import ConfigurationError, DuplicateChildError
 from .models import CounterMixin
 from .reconcile import audit, repair

@@ -7,31 +7,41 @@ Put it before ``Model`` in the bases of every parent and child model::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from pynamodb.exceptions import DeleteError
 
-from .attributes import check_counters_unchanged
-from .compat import key_of, serialize_key
-from .context import counting_skipped
+from ._base import SHARD_COUNT, CountedBase
+from ._compat import ParentKey, key_of, serialize_key
+from ._context import counting_skipped
+from ._items import count_of
+from ._reads import read_totals
+from ._requests import (
+    check_counters_unchanged,
+    discriminator_condition,
+    guard_update,
+    parent_save_actions,
+    pending_fold,
+    pending_fold_message,
+)
+from ._results import WriteResult
+from ._retries import RetryPolicy
+from ._shard_items import create_shards
+from ._spec import counters_of, relations_of, shard_count
 from .exceptions import ConditionFailedError, CountingBypassError, DuplicateChildError, MissingChildError
-from .relations import counters_of, relations_of
-from .resharding import create_shards
-from .results import WriteResult
-from .retries import RetryPolicy
-from .shards import SHARD_COUNT, pending_fold, pending_fold_message, shard_count
-from .totals import count_of
-from .transactions import CountedTransaction, discriminator_condition, guard_update, parent_save_actions
+from .transactions import CountedTransaction
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
     from pynamodb.expressions.update import Action
 
+    from .attributes import CounterField
+
 __all__ = ["CounterMixin"]
 
 _UNSET: Any = object()  # a counting option the caller did not give
 
-class CounterMixin:
+class CounterMixin(CountedBase):
     """Makes ``save()``, ``delete()``, ``update()`` and ``batch_write()`` of a PynamoDB model keep counters exact.
 
     On a **child** (a model with ``counted_by`` relations):
@@ -57,8 +67,6 @@ class CounterMixin:
 
     Per model, ``Meta.counter_retry`` may hold a :class:`~pynamodb_counters.RetryPolicy`.
     """
-
-    _pynamodb_counters_mixin = True  # attributes.MIXIN_MARKER: declarations check the MRO for it
 
     # -- writes ----------------------------------------------------------------------------------------------
     def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = _UNSET,
@@ -87,7 +95,7 @@ class CounterMixin:
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]
             data = super().update(actions, condition=condition, **options)  # type: ignore[misc]
-            if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):  # type: ignore
+            if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
                 create_shards(model, [self])  # type: ignore[arg-type]
             return data
         transaction = CountedTransaction(retry=_value(retry), token=_value(token))
@@ -115,7 +123,7 @@ class CounterMixin:
             return super().delete(condition, *args, **options)  # type: ignore[misc]
         if counting_skipped(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
-        if not relations_of(model) and shard_count(model) == 1:  # type: ignore[arg-type]
+        if not relations_of(model) and shard_count(model) == 1:
             return self._delete_parent(condition, args, kwargs)
         transaction = CountedTransaction(retry=_value(retry), token=_value(token))
         transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
@@ -196,6 +204,12 @@ class CounterMixin:
                 raise ConditionFailedError(pending_fold_message(f"{model.__name__} {key!r}", recorded, 1), error,
                                            model=model, key=key) from error
             raise
+
+    @classmethod
+    def _counter_totals(cls, counter: CounterField, parents: Iterable[Any], consistent_read: bool,
+                        missing_ok: bool) -> Dict[ParentKey, int]:
+        """What :meth:`CounterField.total() <pynamodb_counters.CounterField.total>` and ``totals()`` read."""
+        return read_totals(counter, parents, consistent_read=consistent_read, missing_ok=missing_ok)
 
     @classmethod
     def audit_filter(cls) -> Optional[Condition]:

@@ -11,7 +11,7 @@ Audit counters against their children, and repair the drifted ones while the app
 An audit returns data, never logs: one :class:`Drift` per counter that differs from the number of its children
 (a stored value that is not a whole number included), one :class:`Unverifiable` per parent fed by a relation
 this process has not loaded (every counted write records the relations feeding the counters it changes, see
-:data:`~pynamodb_counters.attributes.FED_BY`), and totals. A repair applies only the difference, and only if
+``_cfeed``), and totals. A repair applies only the difference, and only if
 neither the counter nor the parent's counted-write sequence moved since they were observed; otherwise it
 recounts that parent and tries again. A like that lands
 during a repair is never lost or counted twice, and a parent fed by a relation that is not loaded is refused.
@@ -29,17 +29,20 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Opt
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 
-from .attributes import FED_BY, SEQUENCE, CounterField, feeder_id
-from .compat import key_attributes, serialize_key
-from .costs import read_units
+from ._base import FED_BY, SEQUENCE, SHARD_COUNT, feeder_id
+from ._compat import ParentKey, key_attributes, normalize_key, serialize_key
+from ._costs import read_units
+from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
+from ._reads import read_shards, scan_parents
+from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
+from ._requests import parent_condition
+from ._set_counter import write_total
+from ._spec import all_relations, feeders_of, shard_count
+from .attributes import CounterField
 from .exceptions import ConfigurationError, TransactionError
-from .relations import ParentKey, Relation, all_relations, feeders_of, normalize_key
-from .repair import write_total
-from .reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
-from .shards import SHARD_COUNT, not_a_shard, shard_count
+from .models import CounterMixin
+from .relations import Relation
 from .signals import counter_repaired, send_safely
-from .totals import ShardItems, Stored, count_of, counter_shards, read_shards, stored_of
-from .transactions import parent_condition
 
 __all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "Unverifiable", "audit", "repair"]
 
@@ -141,41 +144,6 @@ def check_scannable(model: Any) -> None:
             f"discriminator, or pass explicit parents=")
 
 
-def scan_parents(model: Any, feeders: Sequence[Relation], key_prefix: Optional[str] = None, segment: int = 0,
-                 segments: int = 1, charge: Optional[Callable[[Dict[str, Any], int], None]] = None
-                 ) -> Iterator[Tuple[ParentKey, Dict[str, Any]]]:
-    """The parents of ``model`` (key and raw item) in one segment of a strongly consistent Scan of its table:
-    items that pass its ``audit_filter()``, are not shard items, are not children stored beside it under a
-    relation's ``prefix=``, and (with ``key_prefix``) have a hash key starting with it.
-
-    :param charge: called with each page and how many items it scanned, to account for capacity.
-    """
-    attributes = key_attributes(model)
-    condition = model.audit_filter()
-    for relation in feeders:  # children stored beside their parents are never parents
-        child = relation.child_model
-        if relation.prefix and child.Meta.table_name == model.Meta.table_name and len(attributes) > 1:
-            not_child = ~attributes[-1].startswith(relation.prefix)
-            condition = not_child if condition is None else condition & not_child
-    if key_prefix is not None:
-        by_prefix = attributes[0].startswith(key_prefix)
-        condition = by_prefix if condition is None else condition & by_prefix
-    condition = not_a_shard() if condition is None else condition & not_a_shard()
-    connection = model._get_connection()
-    start: Optional[Dict[str, Any]] = None
-    while True:
-        page = connection.scan(filter_condition=condition, segment=segment if segments > 1 else None,
-                               total_segments=segments if segments > 1 else None, exclusive_start_key=start,
-                               consistent_read=True, return_consumed_capacity="TOTAL")
-        if charge is not None:
-            charge(page, int(page.get("ScannedCount", 1) or 1))
-        for item in page.get("Items", []):
-            yield tuple(a.deserialize(a.get_value(item[a.attr_name])) for a in attributes), item
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return
-
-
 def _table_sharers(model: Any) -> List[Any]:
     """The other models the library knows (parents and children of every relation) stored in ``model``'s table."""
     relations = [r for group in all_relations() for r in group]
@@ -192,8 +160,6 @@ def _same_class(one: Any, other: Any) -> bool:
 def _filters_parents(model: Any) -> bool:
     """Whether a Scan of ``model``'s table can pick out ``model``'s items: a discriminator, or an overridden
     ``audit_filter()``."""
-    from .models import CounterMixin
-
     overridden = model.audit_filter.__func__ is not CounterMixin.audit_filter.__func__  # type: ignore[attr-defined]
     return overridden or model.audit_filter() is not None
 

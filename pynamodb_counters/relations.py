@@ -11,20 +11,21 @@ A relation is declared once, in the child model's class body::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, overload
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterable, List, Optional, Type, overload
 
-from .attributes import CounterField, counters_of, require_mixin
+from ._base import feed_entry, require_mixin
+from ._compat import ParentKey, normalize_key
+from ._results import CounterChange
+from ._shards import check_shardable, choose_shard
+from .attributes import CounterField
 from .exceptions import ConfigurationError, ParentKeyError
-from .results import CounterChange
-from .shards import check_shardable, choose_shard
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["Relation", "all_relations", "counted_by", "counters_of", "feeders_of", "normalize_key", "relations_of"]
+__all__ = ["Relation", "counted_by"]
 
 KeyFunction = Callable[[Any], Any]
-ParentKey = Tuple[Any, ...]
 ChildCounter = Callable[[ParentKey], int]
 
 
@@ -35,7 +36,7 @@ class Relation:
     :meth:`amount` are where conditional and sum counters plug in.
     """
 
-    __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name")
+    __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None) -> None:
@@ -67,6 +68,7 @@ class Relation:
         self._children = children
         self._child_model: Optional[Type[Model]] = None
         self._name: Optional[str] = None
+        self._feed = ""
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         if self._child_model is not None:
@@ -74,8 +76,8 @@ class Relation:
         require_mixin(owner, f"{owner.__name__}.{name} = counted_by(...)")
         self._child_model = owner
         self._name = name
-        _RELATIONS.clear()
-        _FEEDERS.setdefault(id(self._counter), []).append(self)
+        object.__setattr__(self, "_feed", feed_entry(self))
+        self._counter._feeders.append(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -118,6 +120,16 @@ class Relation:
         if self._child_model is None:
             raise ConfigurationError("this relation is not declared on a model class")
         return self._child_model
+
+    @property
+    def reads(self) -> FrozenSet[str]:
+        """The child attributes declared with ``reads=``."""
+        return self._reads
+
+    @property
+    def feed(self) -> str:
+        """The entry a counted write through this relation records in the parent's feeder set."""
+        return self._feed
 
     @property
     def prefix(self) -> Optional[str]:
@@ -194,54 +206,6 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       (for example with a Query on a global secondary index).
     """
     return Relation(counter, key, reads, prefix, children)
-
-
-_RELATIONS: Dict[type, Tuple[Relation, ...]] = {}
-_FEEDERS: Dict[int, List[Relation]] = {}  # id(counter) -> relations; attributes overload ==, so no dict keys
-
-
-def relations_of(model: type) -> Tuple[Relation, ...]:
-    """Every relation that counts ``model``'s instances, inherited ones included, in declaration order."""
-    found = _RELATIONS.get(model)
-    if found is None:
-        seen: List[Relation] = []
-        for klass in reversed(model.__mro__):  # base classes first: declaration order
-            seen.extend(value for value in vars(klass).values() if isinstance(value, Relation) and value not in seen)
-        for relation in seen:  # checked here: PynamoDB fills in a class's attributes after __set_name__
-            unknown = relation._reads - set(model.get_attributes())  # type: ignore[attr-defined]
-            if unknown:
-                raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of "
-                                         f"{model.__name__}")
-        found = _RELATIONS[model] = tuple(seen)
-    return found
-
-
-def all_relations() -> List[List[Relation]]:
-    """Every relation declared so far, grouped by counter."""
-    return list(_FEEDERS.values())
-
-
-def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
-    """Every relation declared so far that counts into ``counter``."""
-    return tuple(_FEEDERS.get(id(counter), ()))
-
-
-def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
-    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
-    source in errors (formatted only then).
-
-    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
-    """
-    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
-    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-    if len(key) != len(names):
-        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
-        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
-    for name, value in zip(names, key):
-        if value is None:
-            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
-                                 f"attributes the key needs?")
-    return key
 
 
 def _describe(child: Any) -> str:

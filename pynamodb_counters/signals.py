@@ -76,14 +76,14 @@ A counted delete found no child to delete: nothing was written and no counter ch
 
 
 counter_repaired = _signals.signal("counter-repaired", doc="""\
-:func:`pynamodb_counters.reconcile.repair` corrected a drifted counter (one conditional UpdateItem committed).
+:func:`pynamodb_counters.repair` corrected a drifted counter (one conditional UpdateItem committed).
 
 :sender: the parent model class.
 :param key: the parent's key, ``(hash,)`` or ``(hash, range)``.
 :param attribute: the counter's Python attribute name.
 :param before: the value it held (``None`` when the attribute was missing).
 :param after: the value it holds now: the number of children counted.
-:param drift: the :class:`~pynamodb_counters.reconcile.Drift` being repaired.
+:param drift: the :class:`~pynamodb_counters.Drift` being repaired.
 """)
 
 

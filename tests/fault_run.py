@@ -57,7 +57,7 @@ import boto3  # noqa: E402
 import botocore.config  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from pynamodb_counters import CountedTransaction, RetryPolicy, WriteResult, skip_counting  # noqa: E402
+from pynamodb_counters import CountedTransaction, RetryPolicy, WriteResult, audit, skip_counting  # noqa: E402
 from pynamodb_counters.bulk import bulk_write  # noqa: E402
 from pynamodb_counters.exceptions import (  # noqa: E402
     CounterError,
@@ -65,7 +65,7 @@ from pynamodb_counters.exceptions import (  # noqa: E402
     MissingChildError,
     RetriesExhaustedError,
 )
-from pynamodb_counters.reconcile import audit, repair  # noqa: E402
+from pynamodb_counters.reconcile import repair  # noqa: E402
 from pynamodb_counters.testing.server import ServedMoto  # noqa: E402
 from tests import faults  # noqa: E402
 from tests.faults import FaultProxy  # noqa: E402

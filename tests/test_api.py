@@ -14,7 +14,7 @@ from pynamodb_counters.demo import run
 def test_public_names_are_exactly_all() -> None:
     public = {name for name, value in vars(pynamodb_counters).items()
               if not name.startswith("_") and not isinstance(value, ModuleType)}
-    assert public | {"signals"} == set(pynamodb_counters.__all__)
+    assert public | {"exceptions", "signals"} == set(pynamodb_counters.__all__)
     assert pynamodb_counters.__all__ == sorted(pynamodb_counters.__all__)
 
 

@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from pynamodb_counters import CountedTransaction, WriteResult, skip_counting
-from pynamodb_counters.bulk import bulk_write
+from pynamodb_counters import CountedTransaction, WriteResult, audit, bulk_write, repair, skip_counting
 from pynamodb_counters.exceptions import (
     CountedWriteError,
     CounterUnderflowError,
@@ -28,7 +27,6 @@ from pynamodb_counters.exceptions import (
     MissingChildError,
     ParentNotFoundError,
 )
-from pynamodb_counters.reconcile import audit, repair
 from pynamodb_counters.testing import Backend
 from tests.factories import stored
 from tests.models import TABLE_MODELS, Bookmark, Like, Post, User

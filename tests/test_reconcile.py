@@ -6,9 +6,8 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from pynamodb_counters import signals, skip_counting
+from pynamodb_counters import Drift, audit, repair, signals, skip_counting
 from pynamodb_counters.exceptions import ConfigurationError
-from pynamodb_counters.reconcile import Drift, audit, repair
 from tests.factories import post, raw_client, snapshot
 from tests.models import Bookmark, Comment, Like, Post, User
 

@@ -8,9 +8,8 @@ from typing import List
 
 import pytest
 
-from pynamodb_counters import RetryPolicy, set_counter, skip_counting
+from pynamodb_counters import RetryPolicy, audit, repair, set_counter, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
-from pynamodb_counters.reconcile import audit, repair
 from pynamodb_counters.testing.server import ServedMoto
 from tests.models import Like, Post
 

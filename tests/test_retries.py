@@ -12,14 +12,14 @@ import pytest
 from botocore.stub import Stubber
 
 from pynamodb_counters import CountedTransaction, RetryPolicy, signals
-from pynamodb_counters.compat import transact_client
+from pynamodb_counters._compat import transact_client
+from pynamodb_counters._retries import classify
 from pynamodb_counters.exceptions import (
     ConfigurationError,
     DuplicateChildError,
     RetriesExhaustedError,
     TransactionError,
 )
-from pynamodb_counters.retries import classify
 from tests.factories import like
 from tests.models import Like
 

@@ -279,7 +279,7 @@ def test_case12_update_with_a_non_list_raises_pynamodbs_own_type_error(plain_tab
 
 
 def test_case2_bulk_delete_counts_off_the_stored_parents(bookmarked: None) -> None:
-    from pynamodb_counters.bulk import bulk_delete
+    from pynamodb_counters import bulk_delete
 
     edited = Bookmark.get("POST#a91f", "BOOKMARK#USER#7c20")
     edited.user_id = "U2"  # edited in memory: the stored bookmark is U1's
@@ -294,7 +294,7 @@ def test_case2_bulk_delete_counts_off_the_stored_parents(bookmarked: None) -> No
 
 
 def test_case2_bulk_delete_of_a_child_whose_parent_cannot_be_named_writes_nothing(bookmarked: None) -> None:
-    from pynamodb_counters.bulk import bulk_delete
+    from pynamodb_counters import bulk_delete
 
     Bookmark._get_connection().put_item("POST#a91f", "BOOKMARK#USER#ghost")  # written by hand, without a user
     before = snapshot()
@@ -305,9 +305,9 @@ def test_case2_bulk_delete_of_a_child_whose_parent_cannot_be_named_writes_nothin
 
 
 def test_case7_reshard_of_a_non_integer_shard_is_a_clear_error_and_writes_nothing(dynamodb: None) -> None:
+    from pynamodb_counters import reshard
+    from pynamodb_counters._shards import shard_key
     from pynamodb_counters.exceptions import CorruptCounterError
-    from pynamodb_counters.resharding import reshard
-    from pynamodb_counters.shards import shard_key
     from tests.factories import raw_client
 
     Video(pk="VIDEO#v1", sk="META").save()

@@ -16,16 +16,26 @@ import pytest
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_counters import CounterField, CounterMixin, RetryPolicy, counted_by, signals, skip_counting
-from pynamodb_counters.bulk import BulkWriteError, bulk_delete, bulk_save, plan_chunks
-from pynamodb_counters.compat import transact_client
+from pynamodb_counters import (
+    CounterField,
+    CounterMixin,
+    RetryPolicy,
+    bulk_delete,
+    bulk_save,
+    counted_by,
+    signals,
+    skip_counting,
+)
+from pynamodb_counters._base import SHARD
+from pynamodb_counters._chunks import plan_chunks
+from pynamodb_counters._compat import transact_client
+from pynamodb_counters.bulk import BulkWriteError
 from pynamodb_counters.exceptions import (
     MissingChildError,
     ParentNotFoundError,
     TransactionError,
     TransactionTooLargeError,
 )
-from pynamodb_counters.shards import SHARD
 from tests.factories import like, likes, post, snapshot, stored, tally
 from tests.faults import LOSE_RESPONSE, RESET_BEFORE, SERVER_ERROR, THROTTLE, FaultProxy, answer
 from tests.models import REGION, Like, Post

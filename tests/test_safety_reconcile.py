@@ -17,8 +17,7 @@ import pytest
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.exceptions import PutError
 
-from pynamodb_counters import reconcile, set_counter, skip_counting
-from pynamodb_counters.bulk import bulk_save
+from pynamodb_counters import Drift, audit, bulk_save, reconcile, repair, set_counter, skip_counting
 from pynamodb_counters.cli import main
 from pynamodb_counters.exceptions import (
     ConfigurationError,
@@ -26,7 +25,6 @@ from pynamodb_counters.exceptions import (
     CounterUnderflowError,
     TransactionError,
 )
-from pynamodb_counters.reconcile import Drift, audit, repair
 from tests.factories import post, raw_client, snapshot, stored
 from tests.models import Like, Post, Video, View
 

@@ -16,17 +16,21 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from pynamodb_counters import (
+    MAX_SHARDS,
     CountedTransaction,
     CounterChange,
     CounterField,
     CounterMixin,
+    audit,
+    bulk_save,
     counted_by,
+    repair,
+    reshard,
     set_counter,
     skip_counting,
 )
-from pynamodb_counters.bulk import bulk_save
-from pynamodb_counters.compat import transact_client
-from pynamodb_counters.connection import send
+from pynamodb_counters._compat import transact_client
+from pynamodb_counters._connection import send
 from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,
@@ -34,9 +38,6 @@ from pynamodb_counters.exceptions import (
     InvalidTransactionError,
     ParentNotFoundError,
 )
-from pynamodb_counters.reconcile import audit, repair
-from pynamodb_counters.resharding import reshard
-from pynamodb_counters.shards import MAX_SHARDS
 from tests.factories import make_video, raw_client, stored, view
 from tests.models import REGION, Fan, Report, Video, View
 
@@ -303,15 +304,14 @@ def test_a_view_of_a_video_stored_without_its_shard_items_creates_them_first() -
     assert reshard(Video.view_count, VIEWS, parents=[("VIDEO#put", "META")]) == 0
 
 
-def test_a_bulk_write_on_a_video_without_shard_items_rejects_what_lands_on_them() -> None:
-    """Bulk writes do not create shard items: the children that need one are rejected, naming the fix."""
+def test_a_bulk_write_on_a_video_without_shard_items_creates_them() -> None:
+    """Bulk writes commit through the same pipeline as save(): a parent stored before its counter was sharded
+    gets its shard items, and the child is counted."""
     raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#put"}, "sk": {"S": "META"}})
-    before = table()
     result = bulk_save([view("VIDEO#put", user_on_shard("VIDEO#put", 15))])
-    [outcome] = result.rejected
-    assert isinstance(outcome.error, ParentNotFoundError) and outcome.error.shard == 15
-    assert "shard 15" in str(outcome.error) and "reshard" in str(outcome.error)
-    assert table() == before
+    assert result.rejected == [] and len(result.added) == 1
+    assert sorted(shard_items("VIDEO#put")) == list(range(VIEWS))
+    assert Video.view_count.total(("VIDEO#put", "META")) == 1 == shard_values("VIDEO#put")[15]
 
 
 # -- 5. floors -----------------------------------------------------------------------------------------------
@@ -684,6 +684,6 @@ def test_growing_a_busy_parent_does_not_wait_for_it_to_hold_still(monkeypatch: p
         view(key[0], f"meanwhile{len(landed)}").save()
         return send(*args, **kwargs)
 
-    monkeypatch.setattr("pynamodb_counters.resharding.send", like_meanwhile)
+    monkeypatch.setattr("pynamodb_counters._shard_items.send", like_meanwhile)
     assert reshard(Video.view_count, 8) == 1 and len(landed) == 1
     assert Video.view_count.total(key) == 1 and sorted(shard_items(key[0])) == list(range(8))

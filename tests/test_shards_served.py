@@ -18,10 +18,8 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 import boto3
 import pytest
 
-from pynamodb_counters import RetryPolicy, signals
-from pynamodb_counters.reconcile import audit, repair
-from pynamodb_counters.resharding import reshard
-from pynamodb_counters.shards import choose_shard
+from pynamodb_counters import RetryPolicy, audit, repair, reshard, signals
+from pynamodb_counters._shards import choose_shard
 from pynamodb_counters.testing import assert_counters_exact
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults

@@ -7,9 +7,17 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 from typing_extensions import assert_type
 
-from pynamodb_counters import CountedTransaction, CounterField, CounterMixin, Relation, WriteResult, counted_by
-from pynamodb_counters.reconcile import AuditReport, audit
-from pynamodb_counters.resharding import reshard
+from pynamodb_counters import (
+    AuditReport,
+    CountedTransaction,
+    CounterField,
+    CounterMixin,
+    Relation,
+    WriteResult,
+    audit,
+    counted_by,
+    reshard,
+)
 
 
 class Post(CounterMixin, Model):

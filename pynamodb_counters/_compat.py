@@ -22,30 +22,46 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["discriminator_of", "key_attributes", "key_of", "pynamodb_connection", "serialize_key", "transact_client",
-           "version_condition"]
+__all__ = ["ParentKey", "discriminator_of", "key_attributes", "key_of", "normalize_key", "pynamodb_connection",
+           "serialize_key", "transact_client", "version_condition"]
+
+ParentKey = Tuple[Any, ...]
+"""A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
 
 # PynamoDB 6 serializes binary values to bytes, PynamoDB 5 to base64 text
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray, str)}
 
 
-_KEY_ATTRIBUTES: Dict[type, List[Attribute[Any]]] = {}
-
-
 def key_attributes(model: Type[Model]) -> List[Attribute[Any]]:
-    """The model's hash key attribute, then its range key attribute if it has one (cached per model)."""
-    found = _KEY_ATTRIBUTES.get(model)
-    if found is None:
-        attributes = model.get_attributes()
-        names = [name for name in (model._hash_keyname, model._range_keyname) if name]
-        found = _KEY_ATTRIBUTES[model] = [attributes[name] for name in names]
-    return found
+    """The model's hash key attribute, then its range key attribute if it has one."""
+    attributes = model.get_attributes()
+    hash_key, range_key = model._hash_keyname, model._range_keyname
+    assert hash_key is not None
+    return [attributes[hash_key], attributes[range_key]] if range_key else [attributes[hash_key]]
 
 
 def key_of(instance: Model) -> Tuple[Any, ...]:
     """An instance's key as Python values: ``(hash,)`` or ``(hash, range)``."""
     model = type(instance)
     return tuple(getattr(instance, name) for name in (model._hash_keyname, model._range_keyname) if name)
+
+
+def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
+    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
+    source in errors (formatted only then).
+
+    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
+    """
+    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
+    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(key) != len(names):
+        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
+        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
+    for name, value in zip(names, key):
+        if value is None:
+            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
+                                 f"attributes the key needs?")
+    return key
 
 
 def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:
@@ -95,7 +111,7 @@ def transact_client(model: Type[Model]) -> Any:
     region, credentials, parameter validation off, timeouts, pool size, extra headers and its ``before-send``
     hook), but for botocore's retries, which are off.
 
-    Counted writes retry in one place (:mod:`pynamodb_counters.connection`) so that every attempt is seen:
+    Counted writes retry in one place (``send``) so that every attempt is seen:
     a hidden retry after a lost response would look like a duplicate.
     """
     connection = pynamodb_connection(model)

@@ -1,35 +1,39 @@
 """
-Reading a counted transaction's outcome: what committed, what DynamoDB refused and why, and the signals.
+Reading a counted transaction's outcome, pure, no I/O: what committed, what DynamoDB refused and why, and what
+a refusal teaches (the stored state of a child whose delete was counted off other parents).
 
-:func:`interpret` is pure: it maps the cancellation reasons (one per action, in request order) back to the
-plan's slots. :func:`commit_plan` sends a plan, interprets the answer and sends the signals.
+:func:`refusals` maps the cancellation reasons (one per action, in request order) back to the plan's slots.
 """
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
-from .attributes import WRITE_ID
-from .compat import discriminator_of
-from .connection import Sent, send
+from pynamodb.models import Model
+
+from ._base import SHARD_COUNT, WRITE_ID
+from ._compat import discriminator_of
+from ._costs import ITEM_LIMIT_BYTES, item_bytes
+from ._items import count_of, stored_of
+from ._operations import Operation
+from ._plans import Plan, Sent, Slot
+from ._requests import deciding, pending_fold_message
+from ._retries import RETRYABLE_REASONS
+from ._spec import relations_of, shard_count
 from .exceptions import (
     ConditionFailedError,
-    CountedWriteError,
     CounterError,
     CounterUnderflowError,
     DuplicateChildError,
     MissingChildError,
+    ParentKeyError,
     ParentNotFoundError,
     TransactionError,
 )
-from .plans import Plan, Slot
-from .results import WriteResult
-from .retries import RETRYABLE_REASONS, RetryPolicy
-from .shards import SHARD_COUNT, pending_fold_message, shard_count
-from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
-from .totals import count_of, stored_of
 
-__all__ = ["commit_plan", "finish", "interpret", "most_fundamental", "refusals", "signal_refusals"]
+__all__ = ["explain_size", "most_fundamental", "names_parents", "next_token", "proven", "refusals", "relearned",
+           "stale_deletes"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
@@ -37,61 +41,6 @@ _CHECK_FAILED = "ConditionalCheckFailed"
 # because of the decrement that the missing child would have made.
 _PRIORITY = (TransactionError, ParentNotFoundError, DuplicateChildError, MissingChildError,
              CounterUnderflowError, ConditionFailedError)
-
-
-def commit_plan(plan: Plan, policy: Optional[RetryPolicy], return_consumed_capacity: str) -> WriteResult:
-    """Send ``plan``, recognise a write that already committed, raise what DynamoDB refused, send signals."""
-    sent = send(plan.slots[0].model, plan.items, plan.token, policy=policy,
-                return_consumed_capacity=return_consumed_capacity)
-    if sent.response is None:
-        interpret(plan, sent)  # raises, unless the write turns out to have committed on a lost attempt
-    return finish(plan, sent)
-
-
-def _proven(plan: Plan, sent: Sent) -> bool:
-    """Whether a recovered write was recognised by its write id, rather than taken from deletes finding their
-    children gone."""
-    reasons = sent.cancellation_reasons or []
-    return any(_own_write(plan, slot, reason) for slot, reason in zip(plan.slots, reasons))
-
-
-def finish(plan: Plan, sent: Sent) -> WriteResult:
-    """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed``."""
-    result = WriteResult(
-        token=plan.token,
-        changes=tuple(change for slot in plan.children for change in slot.changes),
-        consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
-        attempts=sent.attempts,
-        recovered=sent.response is None,
-        uncertain=sent.response is None and not _proven(plan, sent),
-    )
-    for item, slot in zip(plan.items, plan.slots):
-        if "Put" in item and slot.instance is not None:
-            slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
-    for slot in plan.children:
-        signal = child_added if slot.kind == "put" else child_removed
-        send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes,
-                    consumed_capacity=result.consumed_capacity, result=result)
-    return result
-
-
-def interpret(plan: Plan, sent: Sent) -> None:
-    """Read a cancelled transaction.
-
-    Returns normally when the write had in fact committed on an earlier attempt whose response was lost: a
-    child Put rejected because the item exists *with this write's token* as its write id, or, after an ambiguous
-    attempt, only counted deletes rejected because their children are gone.
-
-    :raises CountedWriteError: the most fundamental refusal (missing parent, duplicate, missing child,
-      underflow, failed condition), after sending ``duplicate_rejected`` / ``missing_rejected``.
-    :raises TransactionError: a cancellation reason retrying cannot fix, or reasons that do not match the plan.
-    """
-    refused = refusals(plan, sent)
-    if refused is None:
-        return
-    errors = [error for _, error in refused]
-    signal_refusals(plan, errors)
-    raise most_fundamental(errors)
 
 
 def most_fundamental(errors: Sequence[CounterError]) -> CounterError:
@@ -125,13 +74,11 @@ def refusals(plan: Plan, sent: Sent) -> Optional[List[Tuple[Slot, CounterError]]
     return [(slot, _error(slot, reason, list(reasons), sent)) for slot, reason in failures]
 
 
-def signal_refusals(plan: Plan, errors: Sequence[CounterError]) -> None:
-    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``errors``."""
-    for error in errors:
-        if isinstance(error, DuplicateChildError):
-            send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
-        elif isinstance(error, MissingChildError):
-            send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
+def proven(plan: Plan, sent: Sent) -> bool:
+    """Whether a write recovered after a lost response was recognised by its write id, rather than taken from
+    deletes finding their children gone."""
+    reasons = sent.cancellation_reasons or []
+    return any(_own_write(plan, slot, reason) for slot, reason in zip(plan.slots, reasons))
 
 
 def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
@@ -153,11 +100,6 @@ def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
 def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
     item = reason.get("Item") or {}
     return slot.kind == "put" and reason.get("Code") == _CHECK_FAILED and item.get(WRITE_ID) == {"S": plan.token}
-
-
-def _instance(plan: Plan, error: CountedWriteError) -> Any:
-    return next((slot.instance for slot in plan.children if slot.model is error.model and slot.key == error.key),
-                None)
 
 
 def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], sent: Sent) -> CounterError:
@@ -220,3 +162,76 @@ def _load(slot: Slot, item: Dict[str, Any]) -> Any:
         return slot.model.from_raw_data(item)
     except Exception:  # the raw item is still reported
         return None
+
+
+def next_token(token: str) -> str:
+    """The token of a request sent again with other parameters (a token names one request): derived, so that
+    the caller's own retry of the same call derives the same tokens."""
+    return str(uuid.uuid5(uuid.NAMESPACE_OID, token))
+
+
+def relearned(model: Type[Model], state: Model, item: Dict[str, Any]) -> Optional[Model]:
+    """The stored child ``item`` (returned by a refused counted Delete), when it decides its parents otherwise
+    than ``state``, the state the Delete's deltas were computed from; else ``None``. It keeps ``state``'s
+    version, so that a ``VersionAttribute`` still refuses a stale delete."""
+    stored = model.from_raw_data(item)
+    if all(getattr(stored, name) == getattr(state, name) for name in deciding(model, stored, state)):
+        return None
+    version = model._version_attribute_name
+    if version:
+        setattr(stored, version, getattr(state, version))
+    return stored
+
+
+def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
+    """Whether ``instance`` can name the parents of each of its relations (an instance built from its key alone
+    cannot)."""
+    try:
+        for relation in relations_of(model):
+            relation.changes(instance, sign)
+    except ParentKeyError:
+        return False
+    return True
+
+
+def explain_size(plan: Plan, error: TransactionError) -> TransactionError:
+    """``error``, or, when DynamoDB refused an item as too large, an error that says how much of the largest Put
+    the library adds (the write id, a sharded parent's shard count), and whether the item fits without it."""
+    if error.cause_response_code != "ValidationException" or "size" not in str(error).lower():
+        return error
+    puts = []
+    for item, slot in zip(plan.items, plan.slots):
+        stored = item.get("Put", {}).get("Item", {})
+        own = {name: value for name, value in stored.items() if name not in _LIBRARY_ATTRIBUTES}
+        if len(own) < len(stored):
+            puts.append((item_bytes(stored), item_bytes(own), slot))
+    if not puts:
+        return error
+    whole, own_bytes, slot = max(puts, key=lambda put: put[0])
+    verdict = (": it fits DynamoDB's item limit without them, not with them" if whole > ITEM_LIMIT_BYTES >= own_bytes
+               else "")
+    return TransactionError(
+        f"DynamoDB refused an item as too large. {slot.model.__name__} {slot.key!r} is {own_bytes} bytes of its own "
+        f"plus {whole - own_bytes} bytes the library stores with it (its write id {WRITE_ID!r}, which recognises a "
+        f"retried write){verdict}. DynamoDB allows {ITEM_LIMIT_BYTES} bytes per item, attribute names included: keep "
+        f"counted items {whole - own_bytes} bytes further under it. Nothing was written ({error})", error.cause)
+
+
+_LIBRARY_ATTRIBUTES = frozenset((WRITE_ID, SHARD_COUNT.attr_name))
+
+
+def stale_deletes(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> Dict[int, Model]:
+    """The counted deletes among ``operations`` (by index) that DynamoDB refused because the stored child decides
+    its parents otherwise than the state their deltas were computed from (an instance edited in memory, or a
+    child changed since it was loaded), each with the stored child the refusal returned."""
+    learned: Dict[int, Model] = {}
+    for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
+        item = reason.get("Item")
+        if slot.kind != "delete" or reason.get("Code") != _CHECK_FAILED or not item:
+            continue
+        for index, op in enumerate(operations):
+            if op.kind == "counted_delete" and op.instance is slot.instance and op.counted_state is not None:
+                stored = relearned(op.model, op.counted_state, item)
+                if stored is not None:
+                    learned[index] = stored
+    return learned

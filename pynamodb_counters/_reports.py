@@ -1,5 +1,5 @@
 """
-What audits and repairs report: data, never logs. Imported from :mod:`pynamodb_counters.reconcile`.
+What audits and repairs report: data, never logs. Imported from :mod:`pynamodb_counters`.
 """
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple, Type
 from pynamodb.constants import BINARY, NUMBER
 from pynamodb.models import Model
 
-from .compat import key_attributes
-from .relations import ParentKey
-from .totals import Stored
+from ._compat import ParentKey, key_attributes
+from ._items import Stored
 
 __all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "Unverifiable", "json_key", "json_stored"]
 

@@ -1,48 +1,31 @@
 """
-The sender: the only I/O of a counted write. One TransactWriteItems, retried with jittered exponential backoff,
-every attempt carrying the same ``ClientRequestToken`` and sent the PynamoDB way: a client configured as the
-model's PynamoDB connection configures its own, and PynamoDB's ``pre_dynamodb_send`` / ``post_dynamodb_send``
-signals around each attempt, so that an application's instrumentation sees counted writes as PynamoDB's own.
+The sender: the TransactWriteItems of every counted write, repair and reshard. One request, retried with
+jittered exponential backoff, every attempt carrying the same ``ClientRequestToken`` and sent the PynamoDB way:
+a client configured as the model's PynamoDB connection configures its own, and PynamoDB's
+``pre_dynamodb_send`` / ``post_dynamodb_send`` signals around each attempt, so that an application's
+instrumentation sees counted writes as PynamoDB's own.
 """
 from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
 
 import botocore.exceptions
 from pynamodb.constants import TRANSACT_WRITE_ITEMS
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from .compat import pynamodb_connection, transact_client
+from ._compat import pynamodb_connection, transact_client
+from ._plans import Sent
+from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy, classify
 from .exceptions import IdempotencyMismatchError, RetriesExhaustedError, TransactionError
-from .retries import DEFAULT_RETRY_POLICY, RetryPolicy, classify
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["Sent", "send"]
+__all__ = ["send"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Sent:
-    """What the last attempt returned: a response, or a cancellation that retrying cannot fix.
-
-    :ivar response: the TransactWriteItems response, when it committed.
-    :ivar cancellation_reasons: the ``CancellationReasons`` of a cancelled transaction (``None`` if it committed).
-    :ivar error: the cancellation error itself.
-    :ivar attempts: how many requests were made.
-    :ivar ambiguous: whether an earlier attempt may have committed although its response was lost.
-    """
-
-    response: Optional[Dict[str, Any]]
-    cancellation_reasons: Optional[List[Dict[str, Any]]]
-    error: Optional[botocore.exceptions.ClientError]
-    attempts: int
-    ambiguous: bool
 
 
 def _signal(signal: Any, sender: Any, request: uuid.UUID) -> None:

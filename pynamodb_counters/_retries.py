@@ -1,7 +1,7 @@
 """
 How counted writes retry: which failures are transient, which may have committed, and how long to wait.
 
-Pure: no I/O. :mod:`pynamodb_counters.connection` applies it.
+Pure: no I/O. The sender (``_connection``) applies it.
 """
 from __future__ import annotations
 

@@ -1,19 +1,23 @@
 """
-:class:`Plan` and :class:`Slot`: a TransactWriteItems request and what each of its actions stands for.
+A counted write on its way to DynamoDB and back: :class:`Plan` and :class:`Slot` (a TransactWriteItems request
+and what each of its actions stands for) and :class:`Sent` (what sending it returned).
 
-Pure data, shared by the planner (:mod:`pynamodb_counters.transactions`), the reader of outcomes
-(:mod:`pynamodb_counters.outcomes`) and bulk writes.
+Pure data, shared by the planner (``_planner``), the reader of outcomes (``_outcomes``), the sender
+(``_connection``) and the commit pipeline (``_pipeline``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Type
 
 from pynamodb.models import Model
 
-from .results import CounterChange
+from ._results import CounterChange
 
-__all__ = ["ItemId", "Plan", "Slot"]
+if TYPE_CHECKING:  # pragma: no cover
+    import botocore.exceptions
+
+__all__ = ["ItemId", "Plan", "Sent", "Slot"]
 
 ItemId = Tuple[str, Any, Any]  # (table name, serialized hash key, serialized range key)
 
@@ -52,3 +56,21 @@ class Plan:
     def children(self) -> List[Slot]:
         """The counted child operations, in the order they were added."""
         return [slot for slot in self.slots if slot.kind in ("put", "delete")]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What the last attempt at sending a plan returned: a response, or a cancellation that retrying cannot fix.
+
+    :ivar response: the TransactWriteItems response, when it committed.
+    :ivar cancellation_reasons: the ``CancellationReasons`` of a cancelled transaction (``None`` if it committed).
+    :ivar error: the cancellation error itself.
+    :ivar attempts: how many requests were made.
+    :ivar ambiguous: whether an earlier attempt may have committed although its response was lost.
+    """
+
+    response: Optional[Dict[str, Any]]
+    cancellation_reasons: Optional[List[Dict[str, Any]]]
+    error: Optional[botocore.exceptions.ClientError]
+    attempts: int
+    ambiguous: bool

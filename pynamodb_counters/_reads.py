@@ -1,5 +1,6 @@
 """
-Reading counters: a parent's shard items in one BatchGetItem, summed.
+The reads of counters and children: each parent's shard items in BatchGetItem requests, a stored child in one
+GetItem, a model's parents in a Scan.
 
 ::
 
@@ -11,33 +12,29 @@ unsharded counter they read the parent item alone, like ``Post.get()`` would.
 """
 from __future__ import annotations
 
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
 
-from .compat import key_attributes, key_of, serialize_key
-from .exceptions import CorruptCounterError, TransactionError
-from .relations import ParentKey, normalize_key
-from .retries import DEFAULT_RETRY_POLICY
-from .shards import SHARD_COUNT, shard_count, shard_key
+from ._base import SHARD_COUNT
+from ._compat import ParentKey, key_attributes, key_of, normalize_key, serialize_key
+from ._items import ShardItems, count_of, whole_count
+from ._retries import DEFAULT_RETRY_POLICY
+from ._shards import not_a_shard, shard_key
+from ._spec import shard_count
+from .exceptions import MissingChildError, TransactionError
+from .signals import missing_rejected, send_safely
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
     from .attributes import CounterField
+    from .relations import Relation
 
-__all__ = ["ShardItems", "Stored", "count_of", "counter_shards", "parent_keys", "read_shards", "read_totals",
-           "stored_of", "whole_count"]
+__all__ = ["parent_keys", "read_shards", "read_totals", "scan_parents", "stored_child"]
 
 BATCH_KEYS = 100
 """DynamoDB's limit on keys in one BatchGetItem."""
-
-ShardItems = List[Optional[Dict[str, Any]]]
-"""One parent's shard items as DynamoDB returned them, by shard index (``None`` where an item is absent)."""
-
-Stored = Union[int, Decimal]
-"""A counter as DynamoDB holds it: an ``int``, or a :class:`~decimal.Decimal` for a number that is not whole."""
 
 
 def read_totals(counter: CounterField, parents: Iterable[Any], *, consistent_read: bool = False,
@@ -75,49 +72,13 @@ def parent_keys(model: Type[Model], parents: Iterable[Any], where: str) -> List[
     return list(keys)
 
 
-def count_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[int]:
-    """A number attribute of a raw item, or ``None`` when the item or the attribute is absent."""
-    raw = ((item or {}).get(attr_name) or {}).get("N")
-    return int(raw) if raw is not None else None
-
-
-def stored_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[Stored]:
-    """A counter of a raw item exactly as stored: an ``int``, a :class:`~decimal.Decimal` when it is not a whole
-    number, ``None`` when the item or the attribute is absent."""
-    raw = ((item or {}).get(attr_name) or {}).get("N")
-    if raw is None:
-        return None
-    number = Decimal(raw)
-    return int(number) if number == number.to_integral_value() else number
-
-
-def whole_count(item: Optional[Dict[str, Any]], counter: CounterField, key: ParentKey) -> Optional[int]:
-    """``counter`` in a raw item of the parent ``key`` (or one of its shard items), ``None`` when absent.
-
-    :raises CorruptCounterError: the item holds a number that is not whole, naming the parent and the counter.
-    """
-    value = stored_of(item, counter.attr_name)
-    if isinstance(value, Decimal):
-        assert counter.model is not None
-        raise CorruptCounterError.of(counter.model, key, str(counter.name), value)
-    return value
-
-
-def counter_shards(counter: CounterField, items: ShardItems) -> List[Tuple[int, Optional[Dict[str, Any]]]]:
-    """The shard items (index, item) that hold or may receive ``counter``'s counts: the parent item, the counter's
-    own shards (present or not), and any further shard item still holding a count of it (left by a reduced
-    ``shards=`` not yet collapsed)."""
-    return [(shard, item) for shard, item in enumerate(items)
-            if shard < counter.shards or count_of(item, counter.attr_name) is not None]
-
-
 def read_shards(model: Type[Model], keys: List[ParentKey], shards: int, *, consistent_read: bool = False,
                 charge: Optional[Callable[[Dict[str, Any]], None]] = None,
                 parents: Optional[Dict[ParentKey, Optional[Dict[str, Any]]]] = None) -> Dict[ParentKey, ShardItems]:
     """Every shard item of each parent, by shard index: shards ``0 .. shards - 1`` (at least as many as the
     model's largest ``shards=``: its counters share their shard items), and any further shards a parent item
-    records in :data:`~pynamodb_counters.shards.SHARD_COUNT` (left by a counter whose shards were reduced but not
-    yet folded in, see :func:`~pynamodb_counters.resharding.reshard`: a second BatchGetItem reads them).
+    records in ``_cshards`` (left by a counter whose shards were reduced but not
+    yet folded in, see :func:`~pynamodb_counters.reshard`: a second BatchGetItem reads them).
 
     :param charge: called with each BatchGetItem response, to account for its consumed capacity.
     :param parents: the parent items (shard 0), when they were just read: they are not read again.
@@ -178,3 +139,58 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
         if pending:
             raise TransactionError(f"BatchGetItem left {len(pending)} keys of {table} unprocessed through "
                                    f"{DEFAULT_RETRY_POLICY.max_attempts} attempts (throttled)")
+
+
+def stored_child(model: Type[Model], instance: Model) -> Model:
+    """The stored child with ``instance``'s key, read strongly consistently, for a delete of an instance that
+    cannot name its parents (built from its key alone); it keeps ``instance``'s version.
+
+    :raises MissingChildError: there is none (``missing_rejected`` is sent).
+    """
+    hash_key, range_key = serialize_key(model, key_of(instance))
+    item = model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True).get("Item")
+    if not item:
+        error = MissingChildError(f"{model.__name__} {key_of(instance)!r} does not exist; no counter was "
+                                  f"decremented", model=model, key=key_of(instance))
+        send_safely(missing_rejected, model, instance=instance, error=error)
+        raise error
+    stored = model.from_raw_data(item)
+    version = model._version_attribute_name
+    if version:
+        setattr(stored, version, getattr(instance, version))
+    return stored
+
+
+def scan_parents(model: Any, feeders: Sequence[Relation], key_prefix: Optional[str] = None, segment: int = 0,
+                 segments: int = 1, charge: Optional[Callable[[Dict[str, Any], int], None]] = None
+                 ) -> Iterator[Tuple[ParentKey, Dict[str, Any]]]:
+    """The parents of ``model`` (key and raw item) in one segment of a strongly consistent Scan of its table:
+    items that pass its ``audit_filter()``, are not shard items, are not children stored beside it under a
+    relation's ``prefix=``, and (with ``key_prefix``) have a hash key starting with it.
+
+    :param charge: called with each page and how many items it scanned, to account for capacity.
+    """
+    attributes = key_attributes(model)
+    condition = model.audit_filter()
+    for relation in feeders:  # children stored beside their parents are never parents
+        child = relation.child_model
+        if relation.prefix and child.Meta.table_name == model.Meta.table_name and len(attributes) > 1:
+            not_child = ~attributes[-1].startswith(relation.prefix)
+            condition = not_child if condition is None else condition & not_child
+    if key_prefix is not None:
+        by_prefix = attributes[0].startswith(key_prefix)
+        condition = by_prefix if condition is None else condition & by_prefix
+    condition = not_a_shard() if condition is None else condition & not_a_shard()
+    connection = model._get_connection()
+    start: Optional[Dict[str, Any]] = None
+    while True:
+        page = connection.scan(filter_condition=condition, segment=segment if segments > 1 else None,
+                               total_segments=segments if segments > 1 else None, exclusive_start_key=start,
+                               consistent_read=True, return_consumed_capacity="TOTAL")
+        if charge is not None:
+            charge(page, int(page.get("ScannedCount", 1) or 1))
+        for item in page.get("Items", []):
+            yield tuple(a.deserialize(a.get_value(item[a.attr_name])) for a in attributes), item
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return

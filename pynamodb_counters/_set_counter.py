@@ -1,22 +1,22 @@
 """
-:func:`set_counter`: the explicit path to change a counter by hand, for repairs.
+:func:`set_counter`: the explicit path to change a counter by hand, for repairs; and :func:`write_total`, the
+write under it and under :func:`pynamodb_counters.repair` for a sharded counter.
 """
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from pynamodb.exceptions import UpdateError
 
-from .attributes import SEQUENCE, CounterField
-from .compat import key_attributes, serialize_key
-from .connection import send
+from ._base import SEQUENCE
+from ._compat import ParentKey, key_attributes, normalize_key, serialize_key
+from ._connection import send
+from ._items import ShardItems, stored_of
+from ._reads import read_shards
+from ._requests import discriminator_condition, total_requests
+from .attributes import CounterField
 from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
-from .relations import ParentKey, normalize_key
-from .shards import SHARD, sequence_unchanged
-from .totals import ShardItems, counter_shards, read_shards, stored_of
-from .transactions import discriminator_condition, parent_condition, shard_request
 
 __all__ = ["set_counter", "write_total"]
 
@@ -84,21 +84,5 @@ def write_total(counter: CounterField, key: ParentKey, items: ShardItems, value:
 
     :returns: ``False`` when one of them moved since ``items`` were read; nothing was written.
     """
-    model = counter.model
-    assert model is not None
-    shards = counter_shards(counter, items)[1:]
-    requests: List[Dict[str, Any]] = []
-    others = 0
-    for shard, item in shards:
-        count = stored_of(item, counter.attr_name)
-        condition = SHARD.does_not_exist() if item is None else sequence_unchanged(item)
-        if isinstance(count, Decimal):  # not a whole number (written by hand): this shard starts again at 0
-            requests.append({"Update": shard_request(model, key, shard, condition=condition,
-                                                     actions=[counter.set(0), SEQUENCE.add(1)])})
-            continue
-        others += count or 0
-        requests.append({"ConditionCheck": shard_request(model, key, shard, condition=condition)})
-    condition = parent_condition(model) & sequence_unchanged(items[0])
-    requests.append({"Update": shard_request(model, key, 0, condition=condition,
-                                             actions=[counter.set(value - others), SEQUENCE.add(1)])})
-    return send(model, requests, str(uuid.uuid4())).response is not None
+    assert counter.model is not None
+    return send(counter.model, total_requests(counter, key, items, value), str(uuid.uuid4())).response is not None

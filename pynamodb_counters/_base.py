@@ -1,0 +1,88 @@
+"""
+What every counted model shares, below any declaration: the base that marks a model as counted, and the
+attributes the library itself stores on items.
+
+Declarations only, no I/O. :class:`CountedBase` is :class:`~pynamodb_counters.CounterMixin`'s base: declarations
+check a model's MRO for it, and every counted model class is one of its subclasses (which is how the library
+finds every relation loaded, without a registry of its own).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, List, Type
+
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeSetAttribute
+from pynamodb.models import Model
+
+from .exceptions import ConfigurationError
+
+__all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID", "CountedBase", "counted_classes",
+           "feed_entry", "feeder_id", "require_mixin"]
+
+MAX_SHARDS = 100
+"""The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
+(at most 100 actions) creates them with their parent."""
+
+WRITE_ID = "_cwid"
+"""The attribute each counted child item carries: the token of the transaction that created it. A retry whose
+response was lost recognises its own committed write by it, even where the server forgets or ignores tokens."""
+
+SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
+"""The counted-write sequence each parent item carries: every counted write that touches the item adds 1, as
+does every repair. A repair conditions on it, so no counted write can land unseen between an audit's count
+and the repair, not even a like and an unlike that leave the counter where it was."""
+
+FED_BY: Attribute[Any] = UnicodeSetAttribute(attr_name="_cfeed")
+"""The relations that have fed each counter of a parent item (or shard item): every counted write adds, in the
+same Update, one entry per counter it changes and per relation feeding that counter in the writing process,
+``"<counter attribute name><<module>:<child model>.<relation>"`` (``like_tally<app.reactions:Reaction.post``).
+An audit that cannot see one of them reports the parent as unverifiable instead of counting too few children."""
+
+SHARD: Attribute[float] = NumberAttribute(attr_name="_cshard")
+"""Marks a shard item and holds its index (``1`` and up). Scans of a parent model's table skip these items with
+:func:`~pynamodb_counters.not_a_shard`."""
+
+SHARD_COUNT: Attribute[float] = NumberAttribute(attr_name="_cshards")
+"""On a parent item: how many shards (the parent included) have been created for it."""
+
+
+class CountedBase:
+    """The base of :class:`~pynamodb_counters.CounterMixin`: a model whose writes go through counting."""
+
+    _pynamodb_counters_mixin = True
+
+
+def counted_classes() -> Iterator[Type[Any]]:
+    """Every class deriving from :class:`CountedBase` that is still alive, each once."""
+    seen = set()
+    pending: List[Type[Any]] = list(CountedBase.__subclasses__())
+    while pending:
+        klass = pending.pop()
+        if klass in seen:
+            continue
+        seen.add(klass)
+        pending.extend(klass.__subclasses__())
+        yield klass
+
+
+def feeder_id(relation: Any) -> str:
+    """A :class:`~pynamodb_counters.Relation`'s name, the same in every process: ``module:ChildModel.relation``."""
+    child = relation.child_model
+    return f"{child.__module__}:{child.__qualname__}.{relation.name}"
+
+
+def feed_entry(relation: Any) -> str:
+    """The entry a counted write adds to :data:`FED_BY` for ``relation``: ``counterAttr<module:Child.relation``."""
+    return f"{relation.counter.attr_name}<{feeder_id(relation)}"
+
+
+def require_mixin(owner: type, what: str) -> None:
+    """Refuse a counter or relation on a class whose writes would not go through counting.
+
+    :raises ConfigurationError: ``owner`` lacks :class:`~pynamodb_counters.CounterMixin`, or lists it after
+      PynamoDB's ``Model``.
+    """
+    mro = owner.__mro__
+    if CountedBase not in mro or (Model in mro and mro.index(Model) < mro.index(CountedBase)):
+        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases, "
+                                 f"as in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
+                                 f"not be counted")

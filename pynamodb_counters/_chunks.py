@@ -1,0 +1,79 @@
+"""
+Bulk writes in chunks: many counted saves and deletes grouped into transactions of at most ``max_actions``
+actions, children of the same parents together so that their deltas merge into one Update. Pure, no I/O.
+"""
+from __future__ import annotations
+
+from typing import AbstractSet, List, Sequence, Set, Tuple, Type
+
+from pynamodb.models import Model
+
+from ._compat import key_of
+from ._plans import ItemId
+from ._requests import check_counters_unchanged, item_id
+from ._shards import shard_key
+from ._spec import relations_of, shard_count
+from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
+
+__all__ = ["Entry", "plan_chunks"]
+
+Entry = Tuple[int, str, Model]
+"""One child of a bulk write: its input position, ``"save"`` or ``"delete"``, and the child."""
+
+
+def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip: AbstractSet[int] = frozenset()
+                ) -> List[List[Entry]]:
+    """Group operations into chunks of at most ``max_actions`` actions (each child's own actions, its shard
+    items included, plus one per distinct parent item), children of the same parents next to each other so their
+    deltas merge. The operations at the positions in ``skip`` are left out.
+
+    :raises TransactionTooLargeError: a child whose actions alone exceed ``max_actions``.
+    """
+    numbered: List[Tuple[Tuple[ItemId, ...], int, Entry]] = []
+    seen: Set[ItemId] = set()
+    for position, (operation, child) in enumerate(operations):
+        if position in skip:
+            continue
+        model = type(child)
+        if not relations_of(model):
+            raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
+        if operation == "save":
+            check_counters_unchanged(child)
+        own = item_id(model, key_of(child))
+        if own in seen:
+            raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
+        seen.add(own)
+        sign = 1 if operation == "save" else -1
+        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for r in relations_of(model)
+                                for c in r.changes(child, sign)},
+                               key=repr))
+        size = _own_actions(model)
+        if size + len(parents) > max_actions:
+            raise TransactionTooLargeError(
+                f"{model.__name__} {own[1:]} needs {size + len(parents)} actions ({size} of its own, its shard "
+                f"items included, and {len(parents)} parent updates); a transaction here carries at most "
+                f"{max_actions}. Nothing was sent")
+        numbered.append((parents, size, (position, operation, child)))
+    numbered.sort(key=lambda entry: repr(entry[0]))
+    chunks: List[List[Entry]] = []
+    chunk: List[Entry] = []
+    chunk_parents: Set[ItemId] = set()
+    actions = 0
+    for parents, size, entry in numbered:
+        new = chunk_parents | set(parents)
+        if chunk and actions + size + len(new) > max_actions:
+            chunks.append(chunk)
+            chunk, new, actions = [], set(parents), 0
+        chunk.append(entry)
+        chunk_parents = new
+        actions += size
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
+def _own_actions(model: Type[Model]) -> int:
+    """The actions a counted child's save or delete carries besides its parents' Updates: its own Put or Delete
+    and, when the child is itself a parent with sharded counters, its shard items (written or deleted with it)."""
+    shards = shard_count(model)
+    return 1 + (shards - 1 if shards > 1 else 0)

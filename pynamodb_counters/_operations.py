@@ -1,0 +1,118 @@
+"""
+:class:`Operation`: one write as the caller asked for it (a counted save or delete, or any other PynamoDB write),
+checked and classified before any planning. Pure, no I/O.
+
+:class:`~pynamodb_counters.CountedTransaction` and bulk writes collect their writes with the same constructors
+(:func:`save_operation`, :func:`delete_operation`, :func:`update_operation`, :func:`check_operation`), so a
+write is refused or counted the same way whichever path carries it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Type
+
+from ._compat import key_of
+from ._context import counting_skipped
+from ._requests import check_condition, check_counters_unchanged, guard_update, parent_save_actions
+from ._results import CounterChange
+from ._spec import counters_of, relations_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.expressions.condition import Condition
+    from pynamodb.expressions.update import Action
+    from pynamodb.models import Model
+
+__all__ = ["Operation", "check_operation", "delete_operation", "save_operation", "update_operation"]
+
+
+@dataclass
+class Operation:
+    """One write as the caller asked for it.
+
+    :ivar kind: ``"counted_put"`` / ``"counted_delete"`` for a counted child, ``"put"``, ``"delete"``,
+      ``"update"``, ``"check"`` for anything else (a parent's save is an ``"update"`` with :attr:`parent_save`).
+    :ivar shards: ``"Update"`` to create the item's own shard items with it, ``"Delete"`` to delete them with it.
+    :ivar changes: a counted child's counter changes, computed by the planner.
+    :ivar basis: a counted delete's stored state, once a read or a refusal taught it.
+    """
+
+    kind: str
+    model: Type[Model]
+    key: Tuple[Any, ...]
+    instance: Optional[Model] = None
+    condition: Optional[Condition] = None
+    actions: List[Action] = field(default_factory=list)
+    add_version_condition: bool = True
+    parent_save: bool = False
+    shards: str = ""
+    changes: Tuple[CounterChange, ...] = ()
+    basis: Optional[Model] = None
+
+    @property
+    def counted_state(self) -> Optional[Model]:
+        """What a counted child's deltas are computed from: the stored state when a read or a refusal taught
+        it, else the instance as the caller holds it."""
+        return self.basis if self.basis is not None else self.instance
+
+
+def save_operation(instance: Model, condition: Optional[Condition] = None) -> Operation:
+    """A save of ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
+    a parent's save of everything but its counters when it is a parent only, otherwise an ordinary Put.
+
+    :raises CountingBypassError: a counter set by hand.
+    :raises TypeError: ``condition`` is not a PynamoDB condition.
+    """
+    model = type(instance)
+    check_condition(condition)
+    skipped = counting_skipped(model)
+    if not skipped:
+        check_counters_unchanged(instance)
+    counted = bool(relations_of(model)) and not skipped
+    if counters_of(model) and not counted and not skipped:
+        # a parent that is not a counted child: save its other attributes, never its counters
+        return Operation("update", model, key_of(instance), instance, condition, parent_save_actions(instance),
+                         parent_save=True, shards="Update")
+    return Operation("counted_put" if counted else "put", model, key_of(instance), instance, condition,
+                     shards="Update" if counted else "")
+
+
+def delete_operation(instance: Model, condition: Optional[Condition] = None, *,
+                     add_version_condition: bool = True) -> Operation:
+    """A delete of ``instance``: counted (a guarded Delete plus negative deltas) when its model is a counted
+    child, otherwise an ordinary Delete (a sharded parent's shard items go with it).
+
+    :raises TypeError: ``condition`` is not a PynamoDB condition.
+    """
+    model = type(instance)
+    check_condition(condition)
+    skipped = counting_skipped(model)
+    counted = bool(relations_of(model)) and not skipped
+    return Operation("counted_delete" if counted else "delete", model, key_of(instance), instance, condition,
+                     add_version_condition=add_version_condition, shards="" if skipped else "Delete")
+
+
+def update_operation(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
+                     add_version_condition: bool = True) -> Operation:
+    """An update of ``instance`` with PynamoDB ``actions``.
+
+    :raises CountingBypassError: an action on a counter, on a counted child's key, or on an attribute its
+      relations read to find the parent.
+    :raises TypeError: no actions, or ``condition`` is not a PynamoDB condition.
+    """
+    if not actions:
+        raise TypeError("update() needs a non-empty list of actions")
+    check_condition(condition)
+    guard_update(instance, actions)
+    return Operation("update", type(instance), key_of(instance), instance, condition, list(actions),
+                     add_version_condition)
+
+
+def check_operation(model: Type[Model], key: Tuple[Any, ...], condition: Condition) -> Operation:
+    """A condition check on the item ``key`` of ``model``.
+
+    :raises TypeError: ``condition`` is not a PynamoDB condition.
+    """
+    check_condition(condition)
+    if condition is None:
+        raise TypeError("condition_check() needs a condition")
+    return Operation("check", model, key, condition=condition)

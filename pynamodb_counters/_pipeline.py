@@ -1,0 +1,180 @@
+"""
+The commit pipeline: the one path by which every counted write reaches DynamoDB, for ``save()`` and
+``delete()``, :class:`~pynamodb_counters.CountedTransaction` and bulk writes alike.
+
+:func:`commit` reads what a key-only delete needs, plans (``plan``), sends with
+retries (``send``), reads the refusals
+(:mod:`~pynamodb_counters._outcomes`), recovers what can be recovered in the same call (a delete counted off
+parents its stored child no longer names; a parent stored before its counter was sharded), reports
+(:class:`~pynamodb_counters.WriteResult`) and sends the signals. A refusal is returned, not raised: a single
+write raises its most fundamental error, a bulk write drops the refused children and commits the rest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+from pynamodb.exceptions import PynamoDBException
+
+from ._connection import send
+from ._operations import Operation
+from ._outcomes import (
+    explain_size,
+    most_fundamental,
+    names_parents,
+    next_token,
+    proven,
+    refusals,
+    stale_deletes,
+)
+from ._planner import plan
+from ._plans import Plan, Sent, Slot
+from ._reads import stored_child
+from ._results import WriteResult
+from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
+from ._shard_items import create_shards
+from .exceptions import (
+    CountedWriteError,
+    CounterError,
+    DuplicateChildError,
+    MissingChildError,
+    ParentNotFoundError,
+    TransactionError,
+)
+from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
+
+__all__ = ["Refused", "commit", "policy_for", "read_key_only_deletes"]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """DynamoDB refused a plan; nothing was written, and the refusal signals were sent.
+
+    :ivar plan: the plan of the refused attempt.
+    :ivar refused: each refused action's slot and error.
+    """
+
+    plan: Plan
+    refused: List[Tuple[Slot, CounterError]]
+
+    @property
+    def error(self) -> CounterError:
+        """The error a single write raises: the most fundamental refusal."""
+        return most_fundamental([error for _, error in self.refused])
+
+
+def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPolicy] = None, *,
+           return_consumed_capacity: str = "TOTAL",
+           on_request: Optional[Callable[[], None]] = None) -> Union[WriteResult, Refused]:
+    """Commit ``operations`` as one TransactWriteItems.
+
+    A counted delete of an instance that cannot name its parents is counted from the stored child (one strongly
+    consistent GetItem). A delete refused because its stored child decides its parents otherwise is counted
+    again from the child the refusal returned, and sent as a new request (derived token), within ``policy``. A
+    refusal naming a missing shard item of a parent stored before its counter was sharded creates the shard items
+    and sends the same request again, once.
+
+    :param on_request: called once per request made, whatever its outcome (see
+      ``send``).
+    :returns: the result of the committed write, or the :class:`Refused` plan.
+    :raises MissingChildError: a key-only delete of a child that does not exist; nothing was written.
+    :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
+    """
+    policy = policy or DEFAULT_RETRY_POLICY
+    read_key_only_deletes(operations)
+    shards_created = False
+    attempt = 0
+    while True:
+        attempt += 1
+        planned = plan(operations, token)
+        try:
+            sent = send(planned.slots[0].model, planned.items, planned.token, policy=policy,
+                        return_consumed_capacity=return_consumed_capacity, on_request=on_request)
+        except TransactionError as error:
+            raise explain_size(planned, error) from error.cause
+        refused = refusals(planned, sent) if sent.response is None else None  # None: committed
+        if refused is None:
+            return finish(planned, sent)
+        learned = stale_deletes(planned, sent, operations) if attempt < policy.max_attempts else {}
+        if learned:  # the refused attempt wrote nothing: again, from the stored state, as a new request
+            for index, stored in learned.items():
+                operations[index].basis = stored
+            token = next_token(token)
+            continue
+        errors = [error for _, error in refused]
+        signal_refusals(planned, errors)
+        refusal = most_fundamental(errors)
+        if not shards_created and isinstance(refusal, ParentNotFoundError) and refusal.shard and \
+                _create_missing_shards(refusal):
+            shards_created = True  # the refused attempt wrote nothing: the same request again, now they exist
+            continue
+        return Refused(planned, refused)
+
+
+def read_key_only_deletes(operations: Sequence[Operation]) -> None:
+    """A counted delete of an instance that cannot name its parents (built from its key alone) reads the stored
+    child (one strongly consistent GetItem) and counts from it.
+
+    :raises MissingChildError: no such child (``missing_rejected`` is sent); nothing was written.
+    """
+    for op in operations:
+        if op.kind == "counted_delete" and op.basis is None:
+            assert op.instance is not None
+            if not names_parents(op.model, op.instance, -1):
+                op.basis = stored_child(op.model, op.instance)
+
+
+def policy_for(operations: Sequence[Operation], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:
+    """The retry policy of a write: ``retry``, else the first model's ``Meta.counter_retry``, else ``None`` (the
+    default)."""
+    if retry is not None:
+        return retry
+    for op in operations:
+        policy = getattr(getattr(op.model, "Meta", None), "counter_retry", None)
+        if isinstance(policy, RetryPolicy):
+            return policy
+    return None
+
+
+def finish(plan: Plan, sent: Sent) -> WriteResult:
+    """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed``."""
+    result = WriteResult(
+        token=plan.token,
+        changes=tuple(change for slot in plan.children for change in slot.changes),
+        consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
+        attempts=sent.attempts,
+        recovered=sent.response is None,
+        uncertain=sent.response is None and not proven(plan, sent),
+    )
+    for item, slot in zip(plan.items, plan.slots):
+        if "Put" in item and slot.instance is not None:
+            slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
+    for slot in plan.children:
+        signal = child_added if slot.kind == "put" else child_removed
+        send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes,
+                    consumed_capacity=result.consumed_capacity, result=result)
+    return result
+
+
+def signal_refusals(plan: Plan, errors: Sequence[CounterError]) -> None:
+    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``errors``."""
+    for error in errors:
+        if isinstance(error, DuplicateChildError):
+            send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
+        elif isinstance(error, MissingChildError):
+            send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
+
+
+def _instance(plan: Plan, error: CountedWriteError) -> Any:
+    return next((slot.instance for slot in plan.children if slot.model is error.model and slot.key == error.key),
+                None)
+
+
+def _create_missing_shards(error: ParentNotFoundError) -> bool:
+    """Create the shard items of a parent stored without them (by code that predates its counter's shards, during
+    a deploy); ``False`` when the parent itself is gone or nothing was missing."""
+    assert error.model is not None
+    try:
+        return create_shards(error.model, [error.key]) > 0
+    except (CounterError, PynamoDBException):  # the parent is gone (DoesNotExist), or kept changing
+        return False

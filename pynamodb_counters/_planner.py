@@ -1,0 +1,203 @@
+"""
+The planner: counted saves and deletes (and any other PynamoDB writes) as one TransactWriteItems. Pure, no I/O.
+
+What a plan guarantees, before anything is sent:
+
+* a counted child's Put carries ``attribute_not_exists`` on its key (and the caller's condition) and the
+  write id; its Delete carries ``attribute_exists`` and the condition that the attributes deciding its parents
+  hold the values its deltas were computed from;
+* every parent item gets exactly one action: the deltas of all its counters, from all children, merged into one
+  Update (``ADD a :x, b :y``) guarded by the parent's existence, its discriminator and, for each decrement, a
+  floor of zero (lifted while a formerly sharded counter awaits its fold), and adding 1 to the parent's
+  counted-write sequence (deltas that net to zero are dropped, the sequence still moves);
+* a caller's ``update()`` or ``condition_check()`` on a parent that receives deltas is merged into that Update;
+* a sharded counter's delta goes to the child's shard item (the parent item for shard 0), guarded by that item
+  being a shard, with no floor (a shard may dip below zero once its counter is resharded; the total stays
+  exact); saving a parent with sharded counters creates its shard items, deleting it deletes them;
+* no item is named twice, and there are at most 100 actions.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+
+from pynamodb.constants import ALL_OLD
+from pynamodb.expressions.condition import Condition
+
+from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID
+from ._compat import key_attributes, version_condition
+from ._operations import Operation
+from ._plans import ItemId, Plan, Slot
+from ._requests import (
+    item_id,
+    key_request,
+    parent_condition,
+    pending_fold,
+    pynamodb_view,
+    serialized_key_request,
+    unchanged,
+)
+from ._results import CounterChange
+from ._shards import shard_key
+from ._spec import counters_of, relations_of, shard_count
+from .exceptions import InvalidTransactionError, TransactionTooLargeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.expressions.update import Action
+    from pynamodb.models import Model
+
+__all__ = ["MAX_ACTIONS", "plan", "shard_entries"]
+
+MAX_ACTIONS = 100
+"""DynamoDB's limit on actions in one TransactWriteItems."""
+
+
+def plan(operations: Sequence[Operation], token: str) -> Plan:
+    """Build the TransactWriteItems of ``operations``. Pure: reads the models, sends nothing. Each counted
+    child's :attr:`~Operation.changes` are computed here, from its :attr:`~Operation.counted_state`.
+
+    :raises TransactionTooLargeError: more than 100 actions.
+    :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
+    :raises ParentKeyError: a relation's key function gave an unusable parent key.
+    """
+    entries: List[Tuple[ItemId, str, Dict[str, Any], Slot]] = []
+    parents: Dict[ItemId, Slot] = {}
+    merged: Dict[ItemId, Operation] = {}
+
+    for op in operations:  # first pass: which parent items receive deltas
+        if op.kind in ("counted_put", "counted_delete"):
+            assert op.instance is not None
+            sign = 1 if op.kind == "counted_put" else -1
+            state = op.counted_state
+            assert state is not None
+            changes: List[CounterChange] = []
+            for relation in relations_of(op.model):
+                for change in relation.changes(state, sign):
+                    where = item_id(change.parent, shard_key(change.key, change.shard))
+                    slot = parents.setdefault(where, Slot("parent", change.parent, change.key,
+                                                          shard=change.shard))
+                    slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
+                    slot.fed_by.add(relation.feed)
+                    changes.append(change)
+            op.changes = tuple(changes)
+
+    for op in operations:
+        where = item_id(op.model, op.key)
+        if where in parents and op.kind in ("update", "check") and not op.parent_save \
+                and where not in merged:
+            merged[where] = op
+            continue
+        if where in parents:
+            raise InvalidTransactionError(
+                f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
+                + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
+        entries.append((where,) + _child_or_other(op, token))
+        if op.shards and shard_count(op.model) > 1:
+            entries.extend(shard_entries(op.model, op.key, op.shards))
+
+    for where, slot in parents.items():
+        action, request = _parent_request(slot, merged.get(where), where)
+        entries.append((where, action, request, slot))
+
+    seen = set()
+    for where, _, _, slot in entries:
+        if where in seen:
+            raise InvalidTransactionError(f"{slot.model.__name__} {slot.key} appears twice in one transaction; "
+                                           f"DynamoDB allows one action per item")
+        seen.add(where)
+    if len(entries) > MAX_ACTIONS:
+        raise TransactionTooLargeError(f"this transaction has {len(entries)} actions; DynamoDB allows "
+                                       f"{MAX_ACTIONS}. Nothing was sent")
+    if not entries:
+        raise InvalidTransactionError("this transaction is empty")
+    return Plan(items=[{action: request} for _, action, request, _ in entries],
+                slots=[slot for _, _, _, slot in entries], token=token)
+
+
+def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slot]:
+    instance, model, condition = op.instance, op.model, op.condition
+    if op.kind in ("counted_put", "put"):
+        assert instance is not None
+        if op.kind == "counted_put":
+            absent: Condition = key_attributes(model)[0].does_not_exist()
+            condition = absent if condition is None else absent & condition
+        request = pynamodb_view(instance).get_save_kwargs_from_instance(condition=condition,
+                                                         return_values_on_condition_failure=ALL_OLD)
+        if op.shards and shard_count(model) > 1:  # its shard items are created in this same transaction
+            request["Item"][SHARD_COUNT.attr_name] = {"N": str(shard_count(model))}
+        if op.kind == "put":
+            return "Put", request, Slot("other", model, op.key, instance)
+        request["Item"][WRITE_ID] = {"S": token}
+        return "Put", request, Slot("put", model, op.key, instance, changes=op.changes)
+    if op.kind in ("counted_delete", "delete"):
+        assert instance is not None
+        if op.kind == "counted_delete":
+            present: Condition = key_attributes(model)[0].exists()
+            state = op.counted_state
+            assert state is not None
+            same = unchanged(model, state)
+            if same is not None:  # counted off the parents its deltas name, or refused and learned again
+                present &= same
+            condition = present if condition is None else present & condition
+        if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
+            known = pending_fold(model, shard_count(model))
+            condition = known if condition is None else condition & known
+        request = pynamodb_view(instance).get_delete_kwargs_from_instance(condition=condition,
+                                                           return_values_on_condition_failure=ALL_OLD,
+                                                           add_version_condition=op.add_version_condition)
+        if op.kind == "delete":
+            return "Delete", request, Slot("other", model, op.key, instance)
+        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes)
+    if op.kind == "update":
+        assert instance is not None
+        actions = list(op.actions)
+        if op.shards and shard_count(model) > 1:
+            # created in this same transaction; a larger number recorded (a shrink not yet folded) is kept
+            actions.append(SHARD_COUNT.set(SHARD_COUNT | shard_count(model)))
+        request = pynamodb_view(instance).get_update_kwargs_from_instance(actions, condition=condition,
+                                                           return_values_on_condition_failure=ALL_OLD,
+                                                           add_version_condition=op.add_version_condition)
+        return "Update", request, Slot("other", model, op.key, instance)
+    assert op.condition is not None
+    request = key_request(model, op.key, condition=op.condition)
+    return "ConditionCheck", request, Slot("other", model, op.key)
+
+
+def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[Tuple[ItemId, str, Dict[str, Any],
+                                                                                         Slot]]:
+    """The actions that create (``action="Update"``) or delete (``"Delete"``) a parent's shard items ``1`` and up,
+    as plan entries; none for a model without sharded counters."""
+    entries = []
+    for shard in range(1, shard_count(model)):
+        target = shard_key(key, shard)
+        where = item_id(model, target)
+        kwargs: Dict[str, Any] = {"actions": [SHARD.set(shard)]} if action == "Update" else {}
+        request = serialized_key_request(model, where[1], where[2], **kwargs)
+        entries.append((where, action, request, Slot("shard", model, key, shard=shard)))
+    return entries
+
+
+def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> Tuple[str, Dict[str, Any]]:
+    model = slot.model
+    attributes = model.get_attributes()
+    condition = SHARD.exists() if slot.shard else parent_condition(model)  # a shard: one its parent's save created
+    actions: List[Action] = [SEQUENCE.add(1)]
+    fed_by = slot.fed_by
+    if fed_by:  # which relations fed each counter changed here: an audit that cannot see one refuses the parent
+        actions.append(FED_BY.add(set(fed_by)))
+    for name, delta in slot.deltas.items():
+        if delta:
+            actions.insert(-1 - bool(fed_by), attributes[name].add(delta))
+        if delta < 0 and counters_of(model)[name].shards == 1:
+            # the floor of zero, lifted while the parent records shards its model no longer declares: until
+            # reshard() folds them in, the parent item holds only part of a formerly sharded counter
+            condition &= (attributes[name] >= -delta) | (SHARD_COUNT > shard_count(model))
+    if merged is not None:
+        if merged.condition is not None:
+            condition &= merged.condition
+        extra = list(merged.actions)
+        if merged.instance is not None and merged.add_version_condition:
+            version = version_condition(merged.instance, actions=extra)
+            if version is not None:
+                condition &= version
+        actions = extra + actions
+    return "Update", serialized_key_request(model, where[1], where[2], condition=condition, actions=actions)

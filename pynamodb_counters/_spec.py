@@ -1,0 +1,109 @@
+"""
+One :class:`ModelSpec` per model: what the library needs to know of a model's declarations, built once and held
+on the class.
+
+Declarations only, no I/O. A model's counters and relations are fixed once its class is built (PynamoDB fills in
+a class's attributes after the ``__set_name__`` calls, so the spec is built on first use, not at declaration).
+The relations feeding a counter are held on the counter itself, since child models may be declared (and
+imported) after their parent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from ._base import CountedBase, counted_classes
+from .attributes import CounterField
+from .exceptions import ConfigurationError
+from .relations import Relation
+
+__all__ = ["ModelSpec", "all_relations", "counters_of", "feeders_of", "relations_of", "shard_count", "spec_of"]
+
+_HELD = "_pynamodb_counters_spec"  # the attribute, in a counted model class's own namespace, holding its spec
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model's counting declarations.
+
+    :ivar counters: its :class:`~pynamodb_counters.CounterField` attributes by Python name.
+    :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
+    """
+
+    counters: Dict[str, CounterField]
+    relations: Tuple[Relation, ...]
+
+    @property
+    def shard_count(self) -> int:
+        """How many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none is
+        sharded)."""
+        return max((counter.shards for counter in self.counters.values()), default=1)
+
+    @property
+    def counts(self) -> bool:
+        """Whether the library counts anything for this model (it is a parent, a child, or both)."""
+        return bool(self.counters or self.relations)
+
+
+_UNCOUNTED = ModelSpec({}, ())
+
+
+def spec_of(model: type) -> ModelSpec:
+    """``model``'s spec, built on first use and then held on the class (a model without the mixin has none:
+    it counts nothing).
+
+    :raises ConfigurationError: a relation's ``reads=`` names attributes the model does not have.
+    """
+    spec: Optional[ModelSpec] = model.__dict__.get(_HELD)  # its own, never a base class's: a subclass may add relations
+    if spec is None:
+        if not issubclass(model, CountedBase):
+            return _UNCOUNTED
+        spec = _build(model)
+        setattr(model, _HELD, spec)
+    return spec
+
+
+def _build(model: Any) -> ModelSpec:
+    attributes = model.get_attributes()
+    counters = {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
+    relations: List[Relation] = []
+    for klass in reversed(model.__mro__):  # base classes first: declaration order
+        relations.extend(value for value in vars(klass).values()
+                         if isinstance(value, Relation) and value not in relations)
+    for relation in relations:
+        unknown = relation.reads - set(attributes)
+        if unknown:
+            raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of {model.__name__}")
+    return ModelSpec(counters, tuple(relations))
+
+
+def counters_of(model: type) -> Dict[str, CounterField]:
+    """``model``'s counter attributes by Python name."""
+    return spec_of(model).counters
+
+
+def relations_of(model: type) -> Tuple[Relation, ...]:
+    """Every relation that counts ``model``'s instances, inherited ones included, in declaration order."""
+    return spec_of(model).relations
+
+
+def shard_count(model: type) -> int:
+    """How many shard slots ``model``'s items need: the largest ``shards`` of its counters (``1`` when none is
+    sharded)."""
+    return spec_of(model).shard_count
+
+
+def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
+    """Every relation declared so far that counts into ``counter``."""
+    return tuple(counter._feeders)
+
+
+def all_relations() -> List[List[Relation]]:
+    """Every relation of the counted models loaded, grouped by counter."""
+    groups: Dict[int, List[Relation]] = {}
+    for model in counted_classes():
+        for value in vars(model).values():
+            if isinstance(value, Relation) and value.name != "?":
+                counter = value.counter
+                groups.setdefault(id(counter), list(feeders_of(counter)))  # type: ignore[arg-type]  # not int
+    return list(groups.values())
