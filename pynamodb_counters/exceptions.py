@@ -5,13 +5,15 @@ Every error derives from :class:`CounterError`. The hierarchy::
 
     CounterError
      +-- ConfigurationError        a declaration is wrong (raised at class definition or first use)
+     +-- InvalidArgumentError      an argument of a call is wrong; also a ValueError and a TypeError
      +-- ParentKeyError            a relation's key function gave a key the parent model cannot use
      +-- CountingBypassError       the call would change children or counters without counting them
- +-- CorruptCounterError       a counter holds a number that is not whole (written by hand); reads refuse it
+     +-- CorruptCounterError       a counter holds a number that is not whole (written by hand); reads refuse it
      +-- InvalidTransactionError   a transaction DynamoDB would refuse: empty, one item twice, a child
      |    |                        counted on itself
      |    +-- TransactionTooLargeError  more than 100 actions
-     +-- CountedWriteError         DynamoDB refused a counted write; nothing was written
+     +-- CountedWriteError         DynamoDB refused a counted write; nothing was written. Also PynamoDB's
+     |    |                        TransactWriteError (so a PynamoDBException)
      |    +-- DuplicateChildError      the child already exists
      |    +-- MissingChildError        the child to delete does not exist
      |    +-- ParentNotFoundError      the parent item does not exist (or is another model)
@@ -23,11 +25,17 @@ Every error derives from :class:`CounterError`. The hierarchy::
      +-- RetriesExhaustedError     transient failures outlasted the retry bound; ``ambiguous`` tells
                                    whether the write may have landed
 
-Every error raised before a request is sent (configuration, key, bypass, size) leaves DynamoDB untouched.
+A refused counted write is caught like a refused PynamoDB ``TransactWrite``: ``except TransactWriteError as e``,
+then ``e.cancellation_reasons`` (PynamoDB's typed reasons) and ``e.cause_response_code``.
+
+Every error raised before a request is sent (configuration, argument, key, bypass, size) leaves DynamoDB
+untouched.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+
+from pynamodb.exceptions import CancellationReason, TransactWriteError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -42,6 +50,7 @@ __all__ = [
     "CountingBypassError",
     "DuplicateChildError",
     "IdempotencyMismatchError",
+    "InvalidArgumentError",
     "InvalidTransactionError",
     "MissingChildError",
     "ParentKeyError",
@@ -63,24 +72,49 @@ class CounterError(Exception):
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None) -> None:
         self.msg = msg if msg is not None else self.msg
-        self.cause = cause
+        # Exception's __init__, or, on a CountedWriteError, PynamoDB's (which sets msg, and cause to None)
         super().__init__(self.msg)
+        self.cause = cause
 
     @property
     def cause_response_code(self) -> Optional[str]:
-        """The DynamoDB error code of :attr:`cause`, if it was an AWS error."""
+        """The DynamoDB error code of :attr:`cause` (``"TransactionCanceledException"``,
+        ``"ValidationException"``...), if it was an AWS error: a botocore ``ClientError``, or a PynamoDB error
+        wrapping one."""
+        return self._cause_error_field("Code", "cause_response_code")
+
+    @property
+    def cause_response_message(self) -> Optional[str]:
+        """The message DynamoDB gave with :attr:`cause_response_code`, found the same way."""
+        return self._cause_error_field("Message", "cause_response_message")
+
+    def _cause_error_field(self, field: str, wrapped: str) -> Optional[str]:
+        """``field`` of the ``Error`` of :attr:`cause`'s response (a botocore ``ClientError``), else the
+        attribute ``wrapped`` of :attr:`cause` (a PynamoDB error, or one of ours, wrapping a botocore one)."""
         response = getattr(self.cause, "response", None)
         if isinstance(response, dict):
-            code: Optional[str] = response.get("Error", {}).get("Code")
-            return code
-        code = getattr(self.cause, "cause_response_code", None)  # a PynamoDB error wrapping a botocore one
-        return code if isinstance(code, str) else None
+            error = response.get("Error")
+            value = error.get(field) if isinstance(error, dict) else None
+        else:
+            value = getattr(self.cause, wrapped, None)
+        return value if isinstance(value, str) else None
 
 
 class ConfigurationError(CounterError):
     """A ``CounterField`` or ``counted_by`` declaration cannot work."""
 
     msg = "invalid counter configuration"
+
+
+class InvalidArgumentError(CounterError, ValueError, TypeError):
+    """An argument of a call is wrong (a ``token`` that is not a string of 1 to 36 characters, a ``condition``
+    that is not a PynamoDB condition, a negative size...); nothing was sent.
+
+    It is also a :exc:`ValueError` and a :exc:`TypeError`, so code written for the plain Python errors these
+    arguments raised before (``except ValueError``, ``except TypeError``) still catches it.
+    """
+
+    msg = "invalid argument"
 
 
 class ParentKeyError(CounterError):
@@ -113,12 +147,20 @@ class TransactionTooLargeError(InvalidTransactionError):
     msg = "transaction too large"
 
 
-class CountedWriteError(CounterError):
+# PynamoDB types ``cause`` as an Exception; ours takes any BaseException (the constructor is unchanged)
+class CountedWriteError(CounterError, TransactWriteError):  # type: ignore[misc]
     """DynamoDB cancelled a counted write; nothing was written.
+
+    It is also PynamoDB's :exc:`~pynamodb.exceptions.TransactWriteError` (so a
+    :exc:`~pynamodb.exceptions.PynamoDBException`): ``except TransactWriteError`` catches a refused counted write as
+    it catches a refused ``TransactWrite``, with the same :attr:`cancellation_reasons` and
+    :attr:`~CounterError.cause_response_code`.
 
     :ivar model: the model class of the item at fault.
     :ivar key: that item's key as a tuple of Python values ``(hash,)`` or ``(hash, range)``.
-    :ivar cancellation_reasons: the raw ``CancellationReasons`` of the final attempt, one per action.
+    :ivar raw_cancellation_reasons: the ``CancellationReasons`` of the final attempt as DynamoDB returned them, one
+      dict per action (``{"Code": ..., "Message": ..., "Item": {...}}``); empty when the refusal was not a
+      cancelled transaction (:func:`~pynamodb_counters.set_counter`'s ``UpdateItem``).
     """
 
     msg = "counted write refused"
@@ -135,7 +177,21 @@ class CountedWriteError(CounterError):
         super().__init__(msg, cause)
         self.model = model
         self.key = key
-        self.cancellation_reasons = list(cancellation_reasons)
+        self.raw_cancellation_reasons: List[Dict[str, Any]] = list(cancellation_reasons)
+        self._cancellation_reasons = [_cancellation_reason(raw) for raw in self.raw_cancellation_reasons]
+
+    @property
+    def cancellation_reasons(self) -> List[Optional[CancellationReason]]:
+        """The reasons of :attr:`raw_cancellation_reasons` as PynamoDB's
+        :class:`~pynamodb.exceptions.CancellationReason`, as ``TransactWriteError.cancellation_reasons`` lists
+        them: one per action, in request order, ``None`` for an action DynamoDB did not object to (code
+        ``"None"``), otherwise with ``code``, ``message`` and ``raw_item`` (the item DynamoDB returned, raw, or
+        ``None``).
+
+        ``raw_item`` is there on PynamoDB 5.5 too, whose class has no such field (it is set on each object, and its
+        ``==`` ignores it).
+        """
+        return self._cancellation_reasons
 
 
 class DuplicateChildError(CountedWriteError):
@@ -262,3 +318,21 @@ class CorruptCounterError(CounterError):
                    f"outside the library?). Audit and repair it (pynamodb_counters.reconcile, or the "
                    f"pynamodb-counters command), or set it with set_counter()",
                    model=model, key=key, attribute=attribute, stored=stored)
+
+
+#: whether this PynamoDB's CancellationReason takes ``raw_item`` (6.0 and later; 5.5's has only code and message)
+_REASON_HAS_RAW_ITEM = "raw_item" in getattr(CancellationReason, "__dataclass_fields__", {})
+
+
+def _cancellation_reason(raw: Dict[str, Any]) -> Optional[CancellationReason]:
+    """One raw ``CancellationReasons`` entry as PynamoDB's typed reason (``None`` for the code ``"None"``), built as
+    PynamoDB 6 builds it, and with ``raw_item`` on PynamoDB 5.5 too."""
+    code = raw.get("Code", "None")
+    if code == "None":
+        return None
+    item = raw.get("Item")
+    if _REASON_HAS_RAW_ITEM:
+        return CancellationReason(code=code, message=raw.get("Message"), raw_item=item)
+    reason = CancellationReason(code=code, message=raw.get("Message"))
+    reason.raw_item = item
+    return reason
