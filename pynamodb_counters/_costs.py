@@ -17,6 +17,8 @@ import binascii
 import math
 from typing import Any, Dict
 
+from .exceptions import InvalidArgumentError
+
 __all__ = ["ITEM_LIMIT_BYTES", "READ_UNIT_BYTES", "WRITE_UNIT_BYTES", "item_bytes", "read_units", "write_units"]
 
 ITEM_LIMIT_BYTES = 400 * 1024
@@ -36,7 +38,7 @@ def write_units(item_bytes: int, *, transactional: bool = False, indexes: int = 
     ``write_units(200, transactional=True) * 2`` is a like: a child Put and a parent Update, about 4 WCU.
     """
     if item_bytes < 0 or indexes < 0:
-        raise ValueError("sizes and index counts cannot be negative")
+        raise InvalidArgumentError("sizes and index counts cannot be negative")
     units = max(1, math.ceil(item_bytes / WRITE_UNIT_BYTES)) * (2 if transactional else 1)
     return float(units * (1 + indexes))
 
@@ -48,7 +50,7 @@ def read_units(total_bytes: int, *, consistent: bool = True, transactional: bool
     :param transactional: inside TransactGetItems (twice a consistent read).
     """
     if total_bytes < 0:
-        raise ValueError("sizes cannot be negative")
+        raise InvalidArgumentError("sizes cannot be negative")
     units = max(1, math.ceil(total_bytes / READ_UNIT_BYTES))
     if transactional:
         return float(units * 2)
@@ -79,7 +81,7 @@ def _value_bytes(value: Dict[str, Any]) -> int:
         return 3 + sum(1 + _value_bytes(element) for element in raw)
     if kind == "M":
         return 3 + item_bytes(raw) + len(raw)
-    raise ValueError(f"not a DynamoDB attribute value: {value!r}")
+    raise InvalidArgumentError(f"not a DynamoDB attribute value: {value!r}")
 
 
 def _binary(raw: Any) -> bytes:

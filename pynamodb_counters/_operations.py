@@ -16,6 +16,7 @@ from ._context import counting_skipped
 from ._requests import check_condition, check_counters_unchanged, guard_update, parent_save_actions
 from ._results import CounterChange
 from ._spec import counters_of, relations_of
+from .exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -100,7 +101,7 @@ def update_operation(instance: Model, actions: Sequence[Action], condition: Opti
     :raises TypeError: no actions, or ``condition`` is not a PynamoDB condition.
     """
     if not actions:
-        raise TypeError("update() needs a non-empty list of actions")
+        raise InvalidArgumentError("update() needs a non-empty list of actions")
     check_condition(condition)
     guard_update(instance, actions)
     return Operation("update", type(instance), key_of(instance), instance, condition, list(actions),
@@ -114,5 +115,5 @@ def check_operation(model: Type[Model], key: Tuple[Any, ...], condition: Conditi
     """
     check_condition(condition)
     if condition is None:
-        raise TypeError("condition_check() needs a condition")
+        raise InvalidArgumentError("condition_check() needs a condition")
     return Operation("check", model, key, condition=condition)

@@ -21,7 +21,7 @@ from ._plans import ItemId
 from ._shards import shard_key
 from ._spec import counters_of, relations_of
 from .attributes import CounterField, loaded_counters
-from .exceptions import CountingBypassError
+from .exceptions import CountingBypassError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -165,7 +165,7 @@ def check_condition(condition: Any) -> None:
     :raises TypeError: naming what a condition looks like.
     """
     if condition is not None and not isinstance(condition, Condition):
-        raise TypeError(f"condition must be a PynamoDB condition such as Like.liked_at.exists(), not "
+        raise InvalidArgumentError(f"condition must be a PynamoDB condition such as Like.liked_at.exists(), not "
                         f"{condition!r}")
 
 

@@ -16,7 +16,7 @@ from ._items import ShardItems, stored_of
 from ._reads import read_shards
 from ._requests import discriminator_condition, total_requests
 from .attributes import CounterField
-from .exceptions import ConditionFailedError, ConfigurationError, TransactionError
+from .exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 
 __all__ = ["set_counter", "write_total"]
 
@@ -40,9 +40,9 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
       nothing was written.
     """
     if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
-        raise ConfigurationError(f"set_counter() needs a CounterField such as Post.like_tally, not {counter!r}")
+        raise InvalidArgumentError(f"set_counter() needs a CounterField such as Post.like_tally, not {counter!r}")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"a counter holds an int of at least 0, not {value!r}")
+        raise InvalidArgumentError(f"a counter holds an int of at least 0, not {value!r}")
     model = counter.model
     key = normalize_key(model, key, f"set_counter({counter!r})")
     if counter.shards > 1:

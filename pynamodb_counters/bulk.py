@@ -44,14 +44,16 @@ from ._results import WriteResult
 from ._retries import RetryPolicy
 from ._spec import relations_of
 from .exceptions import (
+    BulkWriteError,
     CountedWriteError,
     CounterError,
     CounterUnderflowError,
+    InvalidArgumentError,
     MissingChildError,
     TransactionTooLargeError,
 )
 
-__all__ = ["BulkResult", "BulkWriteError", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
+__all__ = ["BulkResult", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
     :raises BulkWriteError: an unexpected error after sending began; ``error.result`` reports every child.
     """
     if not 2 <= max_actions <= MAX_ACTIONS:
-        raise ValueError(f"max_actions is between 2 and {MAX_ACTIONS}, not {max_actions}")
+        raise InvalidArgumentError(f"max_actions is between 2 and {MAX_ACTIONS}, not {max_actions}")
     operations = [("save", child) for child in saves] + [("delete", child) for child in deletes]
     progress = _Progress()
     operations = [_as_stored(position, operation, child, progress)
@@ -179,20 +181,6 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
         except Exception as unexpected:
             raise _stopped(unexpected, operations, chunk, chunks[position + 1:], progress) from unexpected
     return progress.result(operations)
-
-
-class BulkWriteError(CounterError):
-    """:func:`bulk_write` stopped on an unexpected error (not a
-    :class:`~pynamodb_counters.exceptions.CounterError`: a bug in a botocore hook, a programming error) after
-    sending had begun. The error itself is :attr:`cause` (and ``__cause__``).
-
-    :ivar result: the :class:`BulkResult` up to the failure: the children of committed transactions are
-      ``"added"`` / ``"removed"``, refused ones ``"rejected"``; the children of the transaction in flight are
-      ``"failed"`` with this error (it may or may not have committed: audit, or send them again, a committed
-      save then comes back as a duplicate); the children of later chunks are ``"unsent"``.
-    """
-
-    result: BulkResult
 
 
 @dataclass

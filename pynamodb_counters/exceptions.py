@@ -23,7 +23,8 @@ Every error derives from :class:`CounterError`. The hierarchy::
      |    |                        access denied); nothing was written
      |    +-- IdempotencyMismatchError  the token was already used, within 10 minutes, for another request
      +-- RetriesExhaustedError     transient failures outlasted the retry bound; ``ambiguous`` tells
-                                   whether the write may have landed
+     |                             whether the write may have landed
+     +-- BulkWriteError            a bulk write stopped on an unexpected error; ``result`` says what committed
 
 A refused counted write is caught like a refused PynamoDB ``TransactWrite``: ``except TransactWriteError as e``,
 then ``e.cancellation_reasons`` (PynamoDB's typed reasons) and ``e.cause_response_code``.
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = [
+    "BulkWriteError",
     "ConditionFailedError",
     "ConfigurationError",
     "CountedWriteError",
@@ -336,3 +338,17 @@ def _cancellation_reason(raw: Dict[str, Any]) -> Optional[CancellationReason]:
     reason = CancellationReason(code=code, message=raw.get("Message"))
     reason.raw_item = item
     return reason
+
+
+class BulkWriteError(CounterError):
+    """:func:`~pynamodb_counters.bulk_write` stopped on an unexpected error (not a
+    :class:`~pynamodb_counters.exceptions.CounterError`: a bug in a botocore hook, a programming error) after
+    sending had begun. The error itself is :attr:`cause` (and ``__cause__``).
+
+    :ivar result: the :class:`~pynamodb_counters.BulkResult` up to the failure: the children of committed
+      transactions are ``"added"`` / ``"removed"``, refused ones ``"rejected"``; the children of the transaction in
+      flight are ``"failed"`` with this error (it may or may not have committed: audit, or send them again, a committed
+      save then comes back as a duplicate); the children of later chunks are ``"unsent"``.
+    """
+
+    result: Any

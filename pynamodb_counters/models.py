@@ -28,7 +28,13 @@ from ._results import WriteResult
 from ._retries import RetryPolicy
 from ._shard_items import create_shards
 from ._spec import counters_of, relations_of, shard_count
-from .exceptions import ConditionFailedError, CountingBypassError, DuplicateChildError, MissingChildError
+from .exceptions import (
+    ConditionFailedError,
+    CountingBypassError,
+    DuplicateChildError,
+    InvalidArgumentError,
+    MissingChildError,
+)
 from .transactions import CountedTransaction
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -262,7 +268,7 @@ def _counted_options(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str,
     """The PynamoDB keyword arguments a counted or parent write honours: ``add_version_condition`` only."""
     unknown = sorted(set(kwargs) - {"add_version_condition"})
     if args or unknown:
-        raise TypeError(f"counted writes take condition=, add_version_condition=, retry= and token=; not "
+        raise InvalidArgumentError(f"counted writes take condition=, add_version_condition=, retry= and token=; not "
                         f"{', '.join(unknown) or 'extra positional arguments'} (PynamoDB 5's per-call settings: use "
                         f"Meta.extra_headers)")
     return dict(kwargs)

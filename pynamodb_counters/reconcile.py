@@ -39,7 +39,7 @@ from ._requests import parent_condition
 from ._set_counter import write_total
 from ._spec import all_relations, feeders_of, shard_count
 from .attributes import CounterField
-from .exceptions import ConfigurationError, TransactionError
+from .exceptions import ConfigurationError, InvalidArgumentError, TransactionError
 from .models import CounterMixin
 from .relations import Relation
 from .signals import counter_repaired, send_safely
@@ -75,7 +75,7 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     """
     auditor = _Auditor(target, item_bytes)
     if segments < 1 or workers < 1 or (limit is not None and limit < 0):
-        raise ConfigurationError("segments and workers are at least 1, limit at least 0")
+        raise InvalidArgumentError("segments and workers are at least 1, limit at least 0")
     drifts: List[Drift] = []
     unverifiable: List[Unverifiable] = []
     missing: List[ParentKey] = []
@@ -179,7 +179,7 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
     :raises ConfigurationError: ``max_attempts`` is below 1.
     """
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ConfigurationError(f"repair(max_attempts=...) is at least 1, not {max_attempts!r}")
+        raise InvalidArgumentError(f"repair(max_attempts=...) is at least 1, not {max_attempts!r}")
     auditors: Dict[Tuple[type, str], _Auditor] = {}
     repairs = []
     for drift in drifts:
@@ -234,7 +234,7 @@ class _Auditor:
     def __init__(self, target: Union[CounterField, Relation], item_bytes: int) -> None:
         counter = target.counter if isinstance(target, Relation) else target
         if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
-            raise ConfigurationError(f"audit() needs a CounterField such as Post.like_tally or a relation such "
+            raise InvalidArgumentError(f"audit() needs a CounterField such as Post.like_tally or a relation such "
                                      f"as Like.post, not {target!r}")
         self.counter, self.model, self.attribute = counter, counter.model, counter.name
         self.feeders = feeders_of(counter)

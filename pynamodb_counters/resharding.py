@@ -26,7 +26,7 @@ from ._shard_items import reshape
 from ._shards import check_shardable
 from ._spec import feeders_of
 from .attributes import CounterField
-from .exceptions import ConfigurationError
+from .exceptions import InvalidArgumentError
 
 __all__ = ["reshard"]
 
@@ -51,9 +51,9 @@ def reshard(counter: CounterField, shards: int, *, parents: Optional[Iterable[An
       :func:`~pynamodb_counters.repair`); nothing is written for that parent.
     """
     if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
-        raise ConfigurationError(f"reshard() needs a CounterField such as Post.like_tally, not {counter!r}")
+        raise InvalidArgumentError(f"reshard() needs a CounterField such as Post.like_tally, not {counter!r}")
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
-        raise ConfigurationError(f"reshard({counter!r}, {shards!r}): shards is a whole number from 1 to {MAX_SHARDS}")
+        raise InvalidArgumentError(f"reshard({counter!r}, {shards!r}): shards is a whole number from 1 to {MAX_SHARDS}")
     model = counter.model
     if shards > 1:
         check_shardable(model, f"reshard({counter!r}, {shards})")

@@ -17,7 +17,7 @@ from ._planner import MAX_ACTIONS, plan
 from ._plans import Plan
 from ._results import WriteResult
 from ._retries import RetryPolicy
-from .exceptions import InvalidTransactionError
+from .exceptions import InvalidArgumentError, InvalidTransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -50,7 +50,7 @@ class CountedTransaction:
     def __init__(self, *, retry: Optional[RetryPolicy] = None, token: Optional[str] = None,
                  return_consumed_capacity: str = "TOTAL") -> None:
         if token is not None and not (isinstance(token, str) and 1 <= len(token) <= 36):
-            raise ValueError(f"a ClientRequestToken is a string of 1 to 36 characters, not {token!r}")
+            raise InvalidArgumentError(f"a ClientRequestToken is a string of 1 to 36 characters, not {token!r}")
         self.token = token or str(uuid.uuid4())
         self.retry = retry
         self.return_consumed_capacity = return_consumed_capacity

@@ -1,6 +1,8 @@
 """The public surface: names, typing marker, the command line."""
 from __future__ import annotations
 
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +56,30 @@ def test_the_command_line_runs_the_demo_and_rejects_bad_usage() -> None:
     bad = subprocess.run([sys.executable, "-m", "pynamodb_counters", "nonsense"], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_the_api_reference_documents_exactly_the_public_names() -> None:
+    """docs/api.rst documents every name of ``__all__`` under the name it is imported by, and nothing else of the
+    package (the modules ``exceptions`` and ``signals`` are documented whole)."""
+    text = (Path(__file__).parents[1] / "docs" / "api.rst").read_text()
+    documented = set(re.findall(r"^\.\. auto(?:class|function|data|exception):: pynamodb_counters\.(\w+)$", text,
+                                re.M))
+    documented |= set(re.findall(r"^\.\. py:data:: (\w+)\n   :module: pynamodb_counters$", text, re.M))
+    documented |= {module for module in ("exceptions", "signals")
+                   if f".. automodule:: pynamodb_counters.{module}\n" in text}
+    assert documented == set(pynamodb_counters.__all__)
+    internal = re.findall(r"pynamodb_counters\._\w+", text)
+    assert internal == []  # internal modules are not documented
+
+
+def test_internal_modules_are_private_and_public_modules_list_only_public_names() -> None:
+    package = Path(pynamodb_counters.__file__).parent
+    public_modules = {"__init__", "__main__", "attributes", "bulk", "cli", "demo", "exceptions", "models",
+                      "pytest_plugin", "reconcile", "relations", "resharding", "signals", "transactions"}
+    assert {path.stem for path in package.glob("*.py") if not path.stem.startswith("_")} | {"__init__",
+                                                                                              "__main__"} \
+        == public_modules
+    for name in public_modules - {"__init__", "__main__", "cli", "demo", "pytest_plugin", "exceptions", "signals"}:
+        module = importlib.import_module(f"pynamodb_counters.{name}")
+        for exported in module.__all__:
+            assert exported in pynamodb_counters.__all__, f"{name}.{exported} is exported but not public"

@@ -29,8 +29,8 @@ from pynamodb_counters import (
 from pynamodb_counters._base import SHARD
 from pynamodb_counters._chunks import plan_chunks
 from pynamodb_counters._compat import transact_client
-from pynamodb_counters.bulk import BulkWriteError
 from pynamodb_counters.exceptions import (
+    BulkWriteError,
     MissingChildError,
     ParentNotFoundError,
     TransactionError,

@@ -20,9 +20,9 @@ from pynamodb.exceptions import PutError
 from pynamodb_counters import Drift, audit, bulk_save, reconcile, repair, set_counter, skip_counting
 from pynamodb_counters.cli import main
 from pynamodb_counters.exceptions import (
-    ConfigurationError,
     CorruptCounterError,
     CounterUnderflowError,
+    InvalidArgumentError,
     TransactionError,
 )
 from tests.factories import post, raw_client, snapshot, stored
@@ -452,7 +452,7 @@ def test_case13_max_attempts_below_one_is_a_usage_error(capsys: pytest.CaptureFi
     code, out, err = run(capsys, "repair", "tests.models:Post.like_tally", "--apply", "--max-attempts", value)
     assert code == 2 and out == "" and "--max-attempts" in err and len(err.strip().splitlines()) == 1
     assert snapshot() == before
-    with pytest.raises(ConfigurationError, match="max_attempts"):
+    with pytest.raises(InvalidArgumentError, match="max_attempts"):
         repair(audit(Post.like_tally).drifts, max_attempts=0)
 
 

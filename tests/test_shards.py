@@ -35,6 +35,7 @@ from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,
     CounterUnderflowError,
+    InvalidArgumentError,
     InvalidTransactionError,
     ParentNotFoundError,
 )
@@ -536,9 +537,9 @@ def test_reshard_refuses_shards_out_of_range(shards: Any) -> None:
     key = make_video()
     view(key[0], 1).save()
     before = table()
-    with pytest.raises(ConfigurationError, match="from 1 to 100"):
+    with pytest.raises(InvalidArgumentError, match="from 1 to 100"):
         reshard(Video.view_count, shards)
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(InvalidArgumentError):
         reshard(Video.view_count, shards, parents=[key])
     assert table() == before
 

@@ -1,0 +1,103 @@
+"""The package's map: three layers (declarations, pure requests, I/O) under the operations, each module importing
+only from its own layer or below, no import cycle, and no import inside a function to dodge one."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Optional, Set
+
+import pynamodb_counters
+
+PACKAGE = Path(pynamodb_counters.__file__).parent
+
+LAYERS: Dict[str, int] = {
+    # 0: foundations every layer may use
+    "exceptions": 0, "signals": 0, "_results": 0, "_context": 0, "_retries": 0, "_costs": 0, "_compat": 0,
+    # 1: declarations
+    "_base": 1, "attributes": 1, "_shards": 1, "relations": 1, "_spec": 1,
+    # 2: requests, pure
+    "_plans": 2, "_items": 2, "_requests": 2, "_operations": 2, "_planner": 2, "_outcomes": 2, "_chunks": 2,
+    # 3: I/O
+    "_connection": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_pipeline": 3,
+    # 4: operations
+    "_reports": 4, "transactions": 4, "models": 4, "bulk": 4, "reconcile": 4, "resharding": 4,
+    # 5: entry points
+    "__init__": 5, "cli": 5, "demo": 5, "pytest_plugin": 5, "__main__": 5, "testing": 5,
+}
+PURE = {name for name, layer in LAYERS.items() if layer <= 2}
+
+
+def _imports(path: Path, tree: Optional[ast.Module] = None) -> Dict[str, List[ast.ImportFrom]]:
+    """The package modules ``path`` imports (relative imports, by their first name under the package), each with
+    its import statements."""
+    found: Dict[str, List[ast.ImportFrom]] = {}
+    for node in ast.walk(tree or ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            inside = path.parent != PACKAGE and node.level == 1  # testing/x.py: ``from .y`` stays in testing
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+            for name in names:
+                first = "testing" if inside else name.split(".")[0]
+                if (PACKAGE / f"{first}.py").exists() or (PACKAGE / first).is_dir():
+                    found.setdefault(first, []).append(node)
+    return found
+
+
+def _module(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def _graph() -> Dict[str, Set[str]]:
+    graph: Dict[str, Set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        graph.setdefault(_module(path), set()).update(name for name in _imports(path) if name != _module(path))
+    return graph
+
+
+def test_every_module_has_a_layer() -> None:
+    assert set(_graph()) == set(LAYERS)
+
+
+def test_each_module_imports_only_from_its_layer_or_below() -> None:
+    upward = [(module, name) for module, names in _graph().items() for name in names
+              if LAYERS[name] > LAYERS[module]]
+    assert upward == []
+
+
+def test_there_is_no_import_cycle() -> None:
+    graph = _graph()
+    state: Dict[str, int] = {}
+    cycles: List[List[str]] = []
+
+    def visit(module: str, trail: List[str]) -> None:
+        state[module] = 1
+        for name in sorted(graph[module]):
+            if state.get(name) == 1:
+                cycles.append(trail[trail.index(name):] + [name])
+            elif name not in state:
+                visit(name, trail + [name])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_no_package_import_hides_inside_a_function() -> None:
+    hidden = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        top_level = {id(node) for node in tree.body}
+        guarded = {id(inner) for node in tree.body if isinstance(node, ast.If) for inner in node.body}
+        for name, nodes in _imports(path, tree).items():
+            for node in nodes:
+                if id(node) not in top_level and id(node) not in guarded:
+                    hidden.append(f"{path.relative_to(PACKAGE)}: {name}")
+    assert hidden == ["cli.py: demo"]  # the demo (and its models) load only when the command runs
+
+
+def test_the_pure_layers_import_no_sender() -> None:
+    graph = _graph()
+    assert {module: graph[module] & {"_connection", "_reads", "_pipeline"} for module in PURE
+            if graph[module] & {"_connection", "_reads", "_pipeline"}} == {}
