@@ -1,5 +1,6 @@
 """
-The one place that touches PynamoDB internals or differs between PynamoDB 5.5+ and 6.x.
+Keys, and the places where PynamoDB 5.5+ and 6.x differ: serializing keys, the version condition, the
+discriminator, and the botocore client built the way a model's PynamoDB connection builds its own.
 
 Everything else reads as if there were one PynamoDB.
 """
@@ -22,8 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["ParentKey", "discriminator_of", "key_attributes", "key_of", "normalize_key", "pynamodb_connection",
-           "serialize_key", "transact_client", "version_condition"]
+__all__ = ["ParentKey", "client_of", "discriminator_of", "key_attributes", "key_of", "normalize_key",
+           "pynamodb_connection", "serialize_key", "transact_client", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
@@ -32,12 +33,22 @@ ParentKey = Tuple[Any, ...]
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray, str)}
 
 
+_KEYS_HELD = "_pynamodb_counters_keys"  # on a counted model class, in its own namespace: its key attributes
+
+
 def key_attributes(model: Type[Model]) -> List[Attribute[Any]]:
-    """The model's hash key attribute, then its range key attribute if it has one."""
+    """The model's hash key attribute, then its range key attribute if it has one (held on a counted model's
+    class once found: a model's keys are fixed once it is built)."""
+    held: Optional[List[Attribute[Any]]] = model.__dict__.get(_KEYS_HELD)
+    if held is not None:
+        return held
     attributes = model.get_attributes()
     hash_key, range_key = model._hash_keyname, model._range_keyname
     assert hash_key is not None
-    return [attributes[hash_key], attributes[range_key]] if range_key else [attributes[hash_key]]
+    found = [attributes[hash_key], attributes[range_key]] if range_key else [attributes[hash_key]]
+    if getattr(model, "_pynamodb_counters_mixin", False):  # never on a model that is not the library's
+        setattr(model, _KEYS_HELD, found)
+    return found
 
 
 def key_of(instance: Model) -> Tuple[Any, ...]:
@@ -114,7 +125,15 @@ def transact_client(model: Type[Model]) -> Any:
     Counted writes retry in one place (``send``) so that every attempt is seen:
     a hidden retry after a lost response would look like a duplicate.
     """
-    connection = pynamodb_connection(model)
+    return client_of(pynamodb_connection(model))
+
+
+def client_of(connection: Any) -> Any:
+    """:func:`transact_client` for a PynamoDB connection (``pynamodb.connection.Connection``): made once, then
+    found without taking the lock."""
+    client = _clients.get(connection)
+    if client is not None:
+        return client
     with _clients_lock:
         client = _clients.get(connection)
         if client is None:

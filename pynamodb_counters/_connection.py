@@ -15,7 +15,7 @@ import botocore.exceptions
 from pynamodb.constants import TRANSACT_WRITE_ITEMS
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from ._compat import pynamodb_connection, transact_client
+from ._compat import client_of, pynamodb_connection
 from ._plans import Sent
 from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy, classify
 from .exceptions import IdempotencyMismatchError, RetriesExhaustedError, TransactionError
@@ -28,7 +28,7 @@ __all__ = ["send"]
 log = logging.getLogger(__name__)
 
 
-def _signal(signal: Any, sender: Any, request: uuid.UUID) -> None:
+def _signal(signal: Any, sender: Any, request: Optional[uuid.UUID]) -> None:
     """PynamoDB's ``pre_dynamodb_send`` or ``post_dynamodb_send``, as its own ``dispatch()`` sends them for a
     TransactWriteItems (which names no single table); a receiver's error is logged, as PynamoDB does."""
     if not signal.receivers:
@@ -52,15 +52,15 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
     :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts``.
     """
     policy = policy or DEFAULT_RETRY_POLICY
+    sender = pynamodb_connection(model)
     try:
-        client = transact_client(model)
+        client = client_of(sender)
     except botocore.exceptions.BotoCoreError as error:
         raise TransactionError(f"cannot create a DynamoDB client for {model.__name__}: {error}", error) from error
     ambiguous = False
     last: Optional[BaseException] = None
-    sender = pynamodb_connection(model)
     for attempt in range(1, policy.max_attempts + 1):
-        request = uuid.uuid4()
+        request = uuid.uuid4() if pre_dynamodb_send.receivers or post_dynamodb_send.receivers else None
         _signal(pre_dynamodb_send, sender, request)
         try:
             response: Dict[str, Any] = client.transact_write_items(

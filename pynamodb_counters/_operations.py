@@ -8,6 +8,7 @@ write is refused or counted the same way whichever path carries it.
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Type
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Operation", "check_operation", "delete_operation", "save_operation", "update_operation"]
+__all__ = ["Operation", "check_operation", "check_token", "delete_operation", "save_operation", "update_operation"]
 
 
 @dataclass
@@ -54,6 +55,18 @@ class Operation:
         """What a counted child's deltas are computed from: the stored state when a read or a refusal taught
         it, else the instance as the caller holds it."""
         return self.basis if self.basis is not None else self.instance
+
+
+def check_token(token: Optional[str]) -> str:
+    """``token`` as a write's ``ClientRequestToken``, or a fresh UUID for ``None``.
+
+    :raises InvalidArgumentError: not a string of 1 to 36 characters.
+    """
+    if token is None:
+        return str(uuid.uuid4())
+    if not (isinstance(token, str) and 1 <= len(token) <= 36):
+        raise InvalidArgumentError(f"a ClientRequestToken is a string of 1 to 36 characters, not {token!r}")
+    return token
 
 
 def save_operation(instance: Model, condition: Optional[Condition] = None) -> Operation:

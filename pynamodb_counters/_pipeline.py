@@ -138,9 +138,10 @@ def policy_for(operations: Sequence[Operation], retry: Optional[RetryPolicy] = N
 
 def finish(plan: Plan, sent: Sent) -> WriteResult:
     """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed``."""
+    children = plan.children
     result = WriteResult(
         token=plan.token,
-        changes=tuple(change for slot in plan.children for change in slot.changes),
+        changes=tuple(change for slot in children for change in slot.changes),
         consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
         attempts=sent.attempts,
         recovered=sent.response is None,
@@ -149,7 +150,7 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
     for item, slot in zip(plan.items, plan.slots):
         if "Put" in item and slot.instance is not None:
             slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
-    for slot in plan.children:
+    for slot in children:
         signal = child_added if slot.kind == "put" else child_removed
         send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes,
                     consumed_capacity=result.consumed_capacity, result=result)

@@ -7,7 +7,7 @@ Put it before ``Model`` in the bases of every parent and child model::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type
 
 from pynamodb.exceptions import DeleteError
 
@@ -15,6 +15,8 @@ from ._base import SHARD_COUNT, CountedBase
 from ._compat import ParentKey, key_of, serialize_key
 from ._context import counting_skipped
 from ._items import count_of
+from ._operations import Operation, check_token, delete_operation, save_operation
+from ._pipeline import Refused, commit, policy_for
 from ._reads import read_totals
 from ._requests import (
     check_counters_unchanged,
@@ -30,12 +32,12 @@ from ._shard_items import create_shards
 from ._spec import counters_of, relations_of, shard_count
 from .exceptions import (
     ConditionFailedError,
+    CountedWriteError,
     CountingBypassError,
     DuplicateChildError,
     InvalidArgumentError,
     MissingChildError,
 )
-from .transactions import CountedTransaction
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -104,14 +106,8 @@ class CounterMixin(CountedBase):
             if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
                 create_shards(model, [self])  # type: ignore[arg-type]
             return data
-        transaction = CountedTransaction(retry=_value(retry), token=_value(token))
-        transaction.save(self, condition)  # type: ignore[arg-type]
-        try:
-            return transaction.commit()
-        except DuplicateChildError:
-            if _value(ignore_duplicate):
-                return WriteResult(token=transaction.token, duplicate=True)
-            raise
+        operation = save_operation(self, condition)  # type: ignore[arg-type]
+        return _commit_one(operation, retry, token, DuplicateChildError if _value(ignore_duplicate) else None)
 
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = _UNSET,
                retry: Optional[RetryPolicy] = _UNSET, token: Optional[str] = _UNSET, **kwargs: Any) -> Any:
@@ -131,14 +127,8 @@ class CounterMixin(CountedBase):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
         if not relations_of(model) and shard_count(model) == 1:
             return self._delete_parent(condition, args, kwargs)
-        transaction = CountedTransaction(retry=_value(retry), token=_value(token))
-        transaction.delete(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
-        try:
-            return transaction.commit()
-        except MissingChildError:
-            if _value(ignore_missing):
-                return WriteResult(token=transaction.token, missing=True)
-            raise
+        operation = delete_operation(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
+        return _commit_one(operation, retry, token, MissingChildError if _value(ignore_missing) else None)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
                **kwargs: Any) -> Any:
@@ -242,6 +232,26 @@ class CounterMixin(CountedBase):
                 f"update counters. Save children one by one (or in a CountedTransaction of up to 100 actions), or "
                 f"wrap a deliberate backfill in skip_counting({cls.__name__}) and repair the counters afterwards")
         return super().batch_write(*args, **kwargs)  # type: ignore[misc]
+
+
+def _commit_one(operation: Operation, retry: Any, token: Any,
+                quiet: Optional[Type[CountedWriteError]]) -> WriteResult:
+    """Commit one counted write through the commit pipeline, as a one-operation transaction would; a refusal of
+    the ``quiet`` kind (a duplicate, a missing child) is a result saying so, any other refusal is raised."""
+    chosen = check_token(_value(token))
+    try:
+        outcome = commit([operation], chosen, policy_for([operation], _value(retry)))
+    except MissingChildError:  # a key-only delete found no stored child to read
+        if quiet is MissingChildError:
+            return WriteResult(token=chosen, missing=True)
+        raise
+    if not isinstance(outcome, Refused):
+        return outcome
+    error = outcome.error
+    if quiet is not None and isinstance(error, quiet):
+        return WriteResult(token=outcome.plan.token, duplicate=quiet is DuplicateChildError,
+                           missing=quiet is MissingChildError)
+    raise error
 
 
 def _bypass(instance: Any, operation: str, why: str) -> CountingBypassError:

@@ -8,16 +8,15 @@ plan guarantees) and :meth:`~CountedTransaction.commit` sends it through the com
 """
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type
 
-from ._operations import Operation, check_operation, delete_operation, save_operation, update_operation
+from ._operations import Operation, check_operation, check_token, delete_operation, save_operation, update_operation
 from ._pipeline import Refused, commit, policy_for
 from ._planner import MAX_ACTIONS, plan
 from ._plans import Plan
 from ._results import WriteResult
 from ._retries import RetryPolicy
-from .exceptions import InvalidArgumentError, InvalidTransactionError
+from .exceptions import InvalidTransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -49,9 +48,7 @@ class CountedTransaction:
 
     def __init__(self, *, retry: Optional[RetryPolicy] = None, token: Optional[str] = None,
                  return_consumed_capacity: str = "TOTAL") -> None:
-        if token is not None and not (isinstance(token, str) and 1 <= len(token) <= 36):
-            raise InvalidArgumentError(f"a ClientRequestToken is a string of 1 to 36 characters, not {token!r}")
-        self.token = token or str(uuid.uuid4())
+        self.token = check_token(token)
         self.retry = retry
         self.return_consumed_capacity = return_consumed_capacity
         self.result: Optional[WriteResult] = None
