@@ -3,7 +3,7 @@ Benchmark: the CPU overhead of a counted ``save()`` against the same transaction
 
 ::
 
-    python -m benchmarks.overhead                  # 30 rounds of 500 saves per path, about 2 minutes
+    python -m benchmarks.overhead                  # 30 rounds of 500 saves per path, about 40 seconds
     python -m benchmarks.overhead --quick          # 6 rounds of 200
     python -m benchmarks.overhead --json o.json
 

@@ -54,7 +54,8 @@ def key_attributes(model: Type[Model]) -> List[Attribute[Any]]:
 def key_of(instance: Model) -> Tuple[Any, ...]:
     """An instance's key as Python values: ``(hash,)`` or ``(hash, range)``."""
     model = type(instance)
-    return tuple(getattr(instance, name) for name in (model._hash_keyname, model._range_keyname) if name)
+    hash_key = getattr(instance, model._hash_keyname)  # type: ignore[arg-type]
+    return (hash_key, getattr(instance, model._range_keyname)) if model._range_keyname else (hash_key,)
 
 
 def normalize_key(model: type, raw: Any, where: object) -> ParentKey:

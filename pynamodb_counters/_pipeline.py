@@ -148,7 +148,7 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
         uncertain=sent.response is None and not proven(plan, sent),
     )
     for item, slot in zip(plan.items, plan.slots):
-        if "Put" in item and slot.instance is not None:
+        if slot.instance is not None and slot.model._version_attribute_name and "Put" in item:
             slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
     for slot in children:
         signal = child_added if slot.kind == "put" else child_removed

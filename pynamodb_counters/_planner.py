@@ -72,7 +72,7 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
             changes: List[CounterChange] = []
             for relation in relations_of(op.model):
                 for change in relation.changes(state, sign):
-                    where = item_id(change.parent, shard_key(change.key, change.shard))
+                    where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
                     slot = parents.setdefault(where, Slot("parent", change.parent, change.key,
                                                           shard=change.shard))
                     slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta

@@ -98,7 +98,7 @@ class CounterMixin(CountedBase):
             return super().save(condition, *args, **options)  # type: ignore[misc]
         if counting_skipped(model):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
-        options = _counted_options(args, kwargs)
+        options = _counted_options(args, kwargs) if args or kwargs else {}
         if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]

@@ -175,8 +175,10 @@ class Relation:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
         if not self.applies(child):
             return []
-        return [CounterChange(self.parent_model, self.parent_key(child), self.attribute, sign * self.amount(child),
-                              choose_shard(child, self._counter.shards))]
+        counter = self._counter
+        shards = counter.shards
+        return [CounterChange(counter.model, self.parent_key(child), counter.name,  # type: ignore[arg-type]
+                              sign * self.amount(child), choose_shard(child, shards) if shards > 1 else 0)]
 
     def read_attributes(self, child: Model) -> FrozenSet[str]:
         """The child's attributes that decide its parent: the declared ``reads`` plus those the key function
