@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator, List, Type
 
-from pynamodb.attributes import Attribute, NumberAttribute, UnicodeSetAttribute
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
 
 from .exceptions import ConfigurationError
 
-__all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID", "CountedBase", "counted_classes",
-           "feed_entry", "feeder_id", "require_mixin"]
+__all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID", "WRITTEN_BY", "CountedBase",
+           "counted_classes", "feed_entry", "feeder_id", "require_mixin"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -25,6 +25,9 @@ MAX_SHARDS = 100
 WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
 response was lost recognises its own committed write by it, even where the server forgets or ignores tokens."""
+
+WRITTEN_BY: Attribute[str] = UnicodeAttribute(attr_name=WRITE_ID)
+""":data:`WRITE_ID` as an attribute, for the Update of a counted edit."""
 
 SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
 """The counted-write sequence each parent item carries: every counted write that touches the item adds 1, as

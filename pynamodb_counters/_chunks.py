@@ -9,8 +9,10 @@ from typing import AbstractSet, List, Sequence, Set, Tuple, Type
 from pynamodb.models import Model
 
 from ._compat import key_of
+from ._operations import delete_operation, save_operation
+from ._planner import count
 from ._plans import ItemId
-from ._requests import check_counters_unchanged, item_id
+from ._requests import item_id
 from ._shards import shard_key
 from ._spec import relations_of, shard_count
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
@@ -37,16 +39,12 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
         model = type(child)
         if not relations_of(model):
             raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
-        if operation == "save":
-            check_counters_unchanged(child)
+        op = save_operation(child) if operation == "save" else delete_operation(child)
         own = item_id(model, key_of(child))
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
         seen.add(own)
-        sign = 1 if operation == "save" else -1
-        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for r in relations_of(model)
-                                for c in r.changes(child, sign)},
-                               key=repr))
+        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for _, c in count(op)}, key=repr))
         size = _own_actions(model)
         if size + len(parents) > max_actions:
             raise TransactionTooLargeError(

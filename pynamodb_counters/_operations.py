@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from ._compat import key_of
 from ._context import counting_skipped
@@ -24,18 +24,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Operation", "check_operation", "check_token", "delete_operation", "save_operation", "update_operation"]
+__all__ = ["Operation", "check_operation", "check_token", "delete_operation", "remember_stored", "save_operation",
+           "stored_state", "update_operation"]
 
 
 @dataclass
 class Operation:
     """One write as the caller asked for it.
 
-    :ivar kind: ``"counted_put"`` / ``"counted_delete"`` for a counted child, ``"put"``, ``"delete"``,
-      ``"update"``, ``"check"`` for anything else (a parent's save is an ``"update"`` with :attr:`parent_save`).
+    :ivar kind: ``"counted_put"`` (a new child), ``"counted_edit"`` (a stored child saved again: its counts
+      follow the change) and ``"counted_delete"`` for a counted child; ``"put"``, ``"delete"``, ``"update"``,
+      ``"check"`` for anything else (a parent's save is an ``"update"`` with :attr:`parent_save`).
     :ivar shards: ``"Update"`` to create the item's own shard items with it, ``"Delete"`` to delete them with it.
-    :ivar changes: a counted child's counter changes, computed by the planner.
-    :ivar basis: a counted delete's stored state, once a read or a refusal taught it.
+    :ivar changes: a counted child's counter changes, computed by the planner: :attr:`removed`, then
+      :attr:`added`, then :attr:`changed`.
+    :ivar removed: the changes of the relations the child stops counting for (or moves away from).
+    :ivar added: the changes of the relations the child starts counting for (or moves to).
+    :ivar changed: the changes of the relations whose parent stays and whose amount changes.
+    :ivar basis: the stored state a counted edit or delete counts from: the item the instance was loaded from
+      (or last saved as), or what a read or a refusal taught.
     """
 
     kind: str
@@ -49,12 +56,37 @@ class Operation:
     shards: str = ""
     changes: Tuple[CounterChange, ...] = ()
     basis: Optional[Model] = None
+    removed: Tuple[CounterChange, ...] = ()
+    added: Tuple[CounterChange, ...] = ()
+    changed: Tuple[CounterChange, ...] = ()
 
     @property
     def counted_state(self) -> Optional[Model]:
         """What a counted child's deltas are computed from: the stored state when a read or a refusal taught
         it, else the instance as the caller holds it."""
         return self.basis if self.basis is not None else self.instance
+
+
+_STORED = "_pynamodb_counters_stored"  # on a counted child: the raw item it was loaded from, or last saved as
+
+
+def remember_stored(instance: Any, item: Optional[Dict[str, Any]]) -> None:
+    """Record that ``instance`` is stored as ``item`` (a raw DynamoDB item), or, with ``None``, that it is not
+    stored any more (deleted)."""
+    if item is None:
+        instance.__dict__.pop(_STORED, None)
+    else:
+        instance.__dict__[_STORED] = item
+
+
+def stored_state(instance: Model) -> Optional[Model]:
+    """The stored child ``instance`` was loaded from (or last saved as), as an instance of its model; ``None`` for
+    an instance that was never loaded or saved, or whose key was changed since."""
+    item = instance.__dict__.get(_STORED)
+    if item is None:
+        return None
+    stored = type(instance).from_raw_data(item)
+    return stored if key_of(stored) == key_of(instance) else None
 
 
 def check_token(token: Optional[str]) -> str:
@@ -86,6 +118,11 @@ def save_operation(instance: Model, condition: Optional[Condition] = None) -> Op
         # a parent that is not a counted child: save its other attributes, never its counters
         return Operation("update", model, key_of(instance), instance, condition, parent_save_actions(instance),
                          parent_save=True, shards="Update")
+    if counted:
+        basis = stored_state(instance)
+        if basis is not None:  # a stored child saved again: its counts follow the change
+            return Operation("counted_edit", model, key_of(instance), instance, condition,
+                             parent_save_actions(instance), basis=basis)
     return Operation("counted_put" if counted else "put", model, key_of(instance), instance, condition,
                      shards="Update" if counted else "")
 
@@ -102,7 +139,8 @@ def delete_operation(instance: Model, condition: Optional[Condition] = None, *,
     skipped = counting_skipped(model)
     counted = bool(relations_of(model)) and not skipped
     return Operation("counted_delete" if counted else "delete", model, key_of(instance), instance, condition,
-                     add_version_condition=add_version_condition, shards="" if skipped else "Delete")
+                     add_version_condition=add_version_condition, shards="" if skipped else "Delete",
+                     basis=stored_state(instance) if counted else None)
 
 
 def update_operation(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,

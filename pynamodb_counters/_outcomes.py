@@ -22,6 +22,7 @@ from ._requests import deciding, pending_fold_message
 from ._retries import RETRYABLE_REASONS
 from ._spec import relations_of, shard_count
 from .exceptions import (
+    ChildValueError,
     ConditionFailedError,
     CounterError,
     CounterUnderflowError,
@@ -32,8 +33,8 @@ from .exceptions import (
     TransactionError,
 )
 
-__all__ = ["explain_size", "most_fundamental", "names_parents", "next_token", "proven", "refusals", "relearned",
-           "stale_deletes"]
+__all__ = ["ABSENT", "explain_size", "most_fundamental", "names_parents", "next_token", "proven", "refusals",
+           "relearned", "stale_children"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
@@ -88,8 +89,8 @@ def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
     of zero our own decrement may now fail). A plan with a counted Put cannot match: had it committed, the Put
     would have been recognised by its write id instead.
     """
-    children = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind in ("put", "delete")]
-    others = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind not in ("put", "delete")]
+    children = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind in ("put", "edit", "delete")]
+    others = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind not in ("put", "edit", "delete")]
     return bool(children) and all(
         slot.kind == "delete" and reason.get("Code") == _CHECK_FAILED and not reason.get("Item")
         for slot, reason in children
@@ -99,7 +100,8 @@ def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
 
 def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
     item = reason.get("Item") or {}
-    return slot.kind == "put" and reason.get("Code") == _CHECK_FAILED and item.get(WRITE_ID) == {"S": plan.token}
+    return slot.kind in ("put", "edit") and reason.get("Code") == _CHECK_FAILED and \
+        item.get(WRITE_ID) == {"S": plan.token}
 
 
 def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], sent: Sent) -> CounterError:
@@ -118,6 +120,11 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], se
             return DuplicateChildError(f"{where} already exists; it was not counted again",
                                        sent.error, raw_item=item, item=_load(slot, item), **common)
         return ConditionFailedError(f"the condition on saving {where} was not met", sent.error, **common)
+    if slot.kind == "edit":
+        if item:
+            return ConditionFailedError(f"the condition on saving {where} was not met", sent.error, **common)
+        return ConditionFailedError(f"{where} was deleted since it was loaded, and kept changing; nothing was "
+                                    f"written", sent.error, **common)
     if slot.kind == "delete":
         if item:
             return ConditionFailedError(f"the condition on deleting {where} was not met", sent.error, **common)
@@ -189,7 +196,7 @@ def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
     try:
         for relation in relations_of(model):
             relation.changes(instance, sign)
-    except ParentKeyError:
+    except (ParentKeyError, ChildValueError):
         return False
     return True
 
@@ -220,18 +227,29 @@ def explain_size(plan: Plan, error: TransactionError) -> TransactionError:
 _LIBRARY_ATTRIBUTES = frozenset((WRITE_ID, SHARD_COUNT.attr_name))
 
 
-def stale_deletes(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> Dict[int, Model]:
-    """The counted deletes among ``operations`` (by index) that DynamoDB refused because the stored child decides
-    its parents otherwise than the state their deltas were computed from (an instance edited in memory, or a
-    child changed since it was loaded), each with the stored child the refusal returned."""
-    learned: Dict[int, Model] = {}
+ABSENT: Any = object()
+"""What :func:`stale_children` learns of a counted edit whose child was deleted since it was loaded."""
+
+
+def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> Dict[int, Any]:
+    """The counted edits and deletes among ``operations`` (by index) that DynamoDB refused because the stored
+    child counts otherwise than the state their deltas were computed from (an instance edited in memory, a child
+    changed since it was loaded), each with the stored child the refusal returned; or, for an edit whose child
+    was deleted since it was loaded, :data:`ABSENT`."""
+    learned: Dict[int, Any] = {}
     for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
-        item = reason.get("Item")
-        if slot.kind != "delete" or reason.get("Code") != _CHECK_FAILED or not item:
+        if slot.kind not in ("edit", "delete") or reason.get("Code") != _CHECK_FAILED:
             continue
+        item = reason.get("Item")
         for index, op in enumerate(operations):
-            if op.kind == "counted_delete" and op.instance is slot.instance and op.counted_state is not None:
-                stored = relearned(op.model, op.counted_state, item)
-                if stored is not None:
-                    learned[index] = stored
+            if op.instance is not slot.instance or op.kind not in ("counted_edit", "counted_delete"):
+                continue
+            if not item:
+                if op.kind == "counted_edit":
+                    learned[index] = ABSENT
+                continue
+            state = op.basis if op.kind == "counted_edit" else op.counted_state
+            stored = relearned(op.model, state, item) if state is not None else None
+            if stored is not None:
+                learned[index] = stored
     return learned

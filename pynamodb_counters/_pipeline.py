@@ -17,15 +17,16 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from pynamodb.exceptions import PynamoDBException
 
 from ._connection import send
-from ._operations import Operation
+from ._operations import Operation, remember_stored
 from ._outcomes import (
+    ABSENT,
     explain_size,
     most_fundamental,
     names_parents,
     next_token,
     proven,
     refusals,
-    stale_deletes,
+    stale_children,
 )
 from ._planner import plan
 from ._plans import Plan, Sent, Slot
@@ -41,7 +42,7 @@ from .exceptions import (
     ParentNotFoundError,
     TransactionError,
 )
-from .signals import child_added, child_removed, duplicate_rejected, missing_rejected, send_safely
+from .signals import child_added, child_changed, child_removed, duplicate_rejected, missing_rejected, send_safely
 
 __all__ = ["Refused", "commit", "policy_for", "read_key_only_deletes"]
 
@@ -95,10 +96,10 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
         refused = refusals(planned, sent) if sent.response is None else None  # None: committed
         if refused is None:
             return finish(planned, sent)
-        learned = stale_deletes(planned, sent, operations) if attempt < policy.max_attempts else {}
+        learned = stale_children(planned, sent, operations) if attempt < policy.max_attempts else {}
         if learned:  # the refused attempt wrote nothing: again, from the stored state, as a new request
             for index, stored in learned.items():
-                operations[index].basis = stored
+                _relearn(operations[index], stored)
             token = next_token(token)
             continue
         errors = [error for _, error in refused]
@@ -109,6 +110,15 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
             shards_created = True  # the refused attempt wrote nothing: the same request again, now they exist
             continue
         return Refused(planned, refused)
+
+
+def _relearn(op: Operation, stored: Any) -> None:
+    """Count ``op`` from the stored state a refusal taught: a stored child, or :data:`ABSENT` for an edit whose
+    child was deleted since it was loaded (saving it again creates it, counted as new)."""
+    if stored is ABSENT:
+        op.kind, op.basis, op.actions, op.shards = "counted_put", None, [], "Update"
+    else:
+        op.basis = stored
 
 
 def read_key_only_deletes(operations: Sequence[Operation]) -> None:
@@ -148,12 +158,18 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
         uncertain=sent.response is None and not proven(plan, sent),
     )
     for item, slot in zip(plan.items, plan.slots):
-        if slot.instance is not None and slot.model._version_attribute_name and "Put" in item:
+        if slot.instance is not None and slot.model._version_attribute_name and (
+                "Put" in item or slot.kind == "edit"):
             slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
     for slot in children:
-        signal = child_added if slot.kind == "put" else child_removed
-        send_safely(signal, slot.model, instance=slot.instance, changes=slot.changes,
-                    consumed_capacity=result.consumed_capacity, result=result)
+        assert slot.instance is not None
+        # what the child is stored as now: the state a later edit or delete counts from
+        remember_stored(slot.instance, None if slot.kind == "delete" else slot.instance.serialize(null_check=False))
+        for signal, changes in ((child_removed, slot.removed), (child_added, slot.added),
+                                (child_changed, slot.changed)):
+            if changes:
+                send_safely(signal, slot.model, instance=slot.instance, changes=changes,
+                            consumed_capacity=result.consumed_capacity, result=result)
     return result
 
 

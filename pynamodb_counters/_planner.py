@@ -18,12 +18,13 @@ What a plan guarantees, before anything is sent:
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
-from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID
+from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID, WRITTEN_BY
 from ._compat import key_attributes, version_condition
 from ._operations import Operation
 from ._plans import ItemId, Plan, Slot
@@ -40,12 +41,13 @@ from ._results import CounterChange
 from ._shards import shard_key
 from ._spec import counters_of, relations_of, shard_count
 from .exceptions import InvalidTransactionError, TransactionTooLargeError
+from .relations import Relation
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["MAX_ACTIONS", "plan", "shard_entries"]
+__all__ = ["COUNTED", "MAX_ACTIONS", "count", "plan", "shard_entries"]
 
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
@@ -64,21 +66,12 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
     merged: Dict[ItemId, Operation] = {}
 
     for op in operations:  # first pass: which parent items receive deltas
-        if op.kind in ("counted_put", "counted_delete"):
-            assert op.instance is not None
-            sign = 1 if op.kind == "counted_put" else -1
-            state = op.counted_state
-            assert state is not None
-            changes: List[CounterChange] = []
-            for relation in relations_of(op.model):
-                for change in relation.changes(state, sign):
-                    where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
-                    slot = parents.setdefault(where, Slot("parent", change.parent, change.key,
-                                                          shard=change.shard))
-                    slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
-                    slot.fed_by.add(relation.feed)
-                    changes.append(change)
-            op.changes = tuple(changes)
+        if op.kind in COUNTED:
+            for relation, change in count(op):
+                where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
+                slot = parents.setdefault(where, Slot("parent", change.parent, change.key, shard=change.shard))
+                slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
+                slot.fed_by.add(relation.feed)
 
     for op in operations:
         where = item_id(op.model, op.key)
@@ -113,6 +106,49 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
                 slots=[slot for _, _, _, slot in entries], token=token)
 
 
+COUNTED = ("counted_put", "counted_edit", "counted_delete")
+"""The kinds of :class:`~pynamodb_counters._operations.Operation` that move counters."""
+
+
+def count(op: Operation) -> List[Tuple[Relation, CounterChange]]:
+    """The counter changes of a counted child's operation, each with its relation, and the operation's
+    :attr:`~Operation.changes`, :attr:`~Operation.removed`, :attr:`~Operation.added` and
+    :attr:`~Operation.changed` set from them.
+
+    A new child adds what it counts for, a deleted one removes what its stored state counts for. An edit
+    compares, relation by relation, its stored state with its new state: a relation it starts counting for is
+    added, one it stops counting for is removed, a move to another parent is both, and a change of amount on the
+    same parent is one change of the difference (none when the difference is zero).
+
+    :raises ParentKeyError: a key function gave an unusable parent key.
+    :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    """
+    assert op.instance is not None
+    removed: List[Tuple[Relation, CounterChange]] = []
+    added: List[Tuple[Relation, CounterChange]] = []
+    changed: List[Tuple[Relation, CounterChange]] = []
+    for relation in relations_of(op.model):
+        before = relation.changes(op.basis, -1) if op.kind == "counted_edit" and op.basis is not None else []
+        if op.kind == "counted_delete":
+            state = op.counted_state
+            assert state is not None
+            removed.extend((relation, change) for change in relation.changes(state, -1))
+            continue
+        after = relation.changes(op.instance, 1)
+        if before and after and (before[0].key, before[0].shard) == (after[0].key, after[0].shard):
+            delta = before[0].delta + after[0].delta
+            if delta:
+                changed.append((relation, replace(after[0], delta=delta)))
+            continue
+        removed.extend((relation, change) for change in before)
+        added.extend((relation, change) for change in after)
+    op.removed = tuple(change for _, change in removed)
+    op.added = tuple(change for _, change in added)
+    op.changed = tuple(change for _, change in changed)
+    op.changes = op.removed + op.added + op.changed
+    return removed + added + changed
+
+
 def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slot]:
     instance, model, condition = op.instance, op.model, op.condition
     if op.kind in ("counted_put", "put"):
@@ -127,14 +163,28 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
         if op.kind == "put":
             return "Put", request, Slot("other", model, op.key, instance)
         request["Item"][WRITE_ID] = {"S": token}
-        return "Put", request, Slot("put", model, op.key, instance, changes=op.changes)
+        return "Put", request, Slot("put", model, op.key, instance, changes=op.changes, added=op.added)
+    if op.kind == "counted_edit":
+        # an Update, not a Put: the child's own counters (a child that is also a parent) and the library's
+        # attributes stay as stored; every other attribute is set as the instance holds it, as save() writes it
+        assert instance is not None and op.basis is not None
+        stored: Condition = key_attributes(model)[0].exists()
+        same = unchanged(model, op.basis, instance)
+        if same is not None:  # counted from the stored state it was loaded as, or refused and learned again
+            stored &= same
+        condition = stored if condition is None else stored & condition
+        request = pynamodb_view(instance).get_update_kwargs_from_instance(
+            [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
+            add_version_condition=op.add_version_condition)
+        return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
+                                       added=op.added, changed=op.changed)
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":
             present: Condition = key_attributes(model)[0].exists()
             state = op.counted_state
             assert state is not None
-            same = unchanged(model, state)
+            same = unchanged(model, state, instance)
             if same is not None:  # counted off the parents its deltas name, or refused and learned again
                 present &= same
             condition = present if condition is None else present & condition
@@ -146,7 +196,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
                                                            add_version_condition=op.add_version_condition)
         if op.kind == "delete":
             return "Delete", request, Slot("other", model, op.key, instance)
-        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes)
+        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes, removed=op.removed)
     if op.kind == "update":
         assert instance is not None
         actions = list(op.actions)

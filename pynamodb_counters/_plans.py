@@ -42,6 +42,9 @@ class Slot:
     changes: Tuple[CounterChange, ...] = ()
     shard: int = 0
     fed_by: Set[str] = field(default_factory=set)  # a parent slot's FED_BY entries: the relations that fed it
+    removed: Tuple[CounterChange, ...] = ()  # a child slot's changes, as its operation classified them
+    added: Tuple[CounterChange, ...] = ()
+    changed: Tuple[CounterChange, ...] = ()
 
 
 @dataclass
@@ -55,7 +58,7 @@ class Plan:
     @property
     def children(self) -> List[Slot]:
         """The counted child operations, in the order they were added."""
-        return [slot for slot in self.slots if slot.kind in ("put", "delete")]
+        return [slot for slot in self.slots if slot.kind in ("put", "edit", "delete")]
 
 
 @dataclass(frozen=True)

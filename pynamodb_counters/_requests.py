@@ -97,12 +97,13 @@ def deciding(model: Type[Model], *states: Model) -> List[str]:
     return sorted(names - keys)
 
 
-def unchanged(model: Type[Model], state: Model) -> Optional[Condition]:
-    """The condition that the stored child still decides its parents as ``state`` does: each deciding
-    attribute holds the value in ``state`` (or is absent, where ``state`` holds ``None``)."""
+def unchanged(model: Type[Model], state: Model, *others: Model) -> Optional[Condition]:
+    """The condition that the stored child still counts as ``state`` does: each attribute that decides what it
+    counts for (read by its relations' functions on ``state`` or on any of ``others``) holds the value in
+    ``state`` (or is absent, where ``state`` holds ``None``)."""
     attributes = model.get_attributes()
     condition: Optional[Condition] = None
-    for name in deciding(model, state):
+    for name in deciding(model, state, *others):
         value = getattr(state, name)
         same = attributes[name].does_not_exist() if value is None else attributes[name] == value
         condition = same if condition is None else condition & same
@@ -155,8 +156,9 @@ def guard_update(instance: Model, actions: Sequence[Action]) -> None:
             if path and path[0].split("[")[0] in protected:
                 raise CountingBypassError(
                     f"{protected[path[0].split('[')[0]]}: update() cannot change it without bypassing counting. "
-                    f"Delete and re-create the child, use set_counter() to repair a counter, or wrap a deliberate "
-                    f"migration in skip_counting()")
+                    f"Load the child, change the attribute and save() it (one transaction that moves its counts "
+                    f"with it), use set_counter() to repair a counter, or wrap a deliberate migration in "
+                    f"skip_counting()")
 
 
 def check_condition(condition: Any) -> None:

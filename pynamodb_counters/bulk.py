@@ -61,7 +61,8 @@ class ChildOutcome:
     """What happened to one child of a bulk write.
 
     :ivar operation: ``"save"`` or ``"delete"``.
-    :ivar status: ``"added"``, ``"removed"``, ``"rejected"`` (DynamoDB refused it: ``error`` says why, nothing
+    :ivar status: ``"added"`` (a new child), ``"changed"`` (a stored child saved again, its counts following the
+      change), ``"removed"``, ``"rejected"`` (DynamoDB refused it: ``error`` says why, nothing
       was written for it; with several refusals, the one a single write of this child would raise), ``"failed"``
       (``error`` is a :class:`~pynamodb_counters.exceptions.TransactionError`, a
       :class:`~pynamodb_counters.exceptions.RetriesExhaustedError`, whose ``ambiguous`` says whether its
@@ -100,6 +101,11 @@ class BulkResult:
     def added(self) -> List[Model]:
         """The children saved and counted."""
         return [o.instance for o in self._with("added")]
+
+    @property
+    def changed(self) -> List[Model]:
+        """The stored children saved again, their counts following the change (see :doc:`children`)."""
+        return [o.instance for o in self._with("changed")]
 
     @property
     def removed(self) -> List[Model]:
@@ -258,8 +264,9 @@ def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Pr
             return
         if isinstance(outcome, WriteResult):  # committed (now, or on an attempt whose response was lost)
             progress.results.append(outcome)
-            for entry in pending:
-                progress.decide([entry], "added" if entry[1] == "save" else "removed")
+            for entry, op in zip(pending, operations):
+                status = "changed" if op.kind == "counted_edit" else "added" if entry[1] == "save" else "removed"
+                progress.decide([entry], status)
             return
         blamed = _blame(pending, operations, outcome)
         if not blamed:  # nothing to drop: the refusal is not any child's
@@ -284,14 +291,14 @@ def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) 
 
     errors: Dict[int, List[CounterError]] = {}
     for slot, error in refusal.refused:
-        if slot.kind in ("put", "delete"):
+        if slot.kind in ("put", "edit", "delete"):
             for (n, _, _), op in zip(pending, operations):
                 if op.instance is slot.instance:
                     errors.setdefault(n, []).append(error)
     missing = [op for (n, _, _), op in zip(pending, operations)
                if any(isinstance(error, MissingChildError) for error in errors.get(n, ()))]
     for slot, error in refusal.refused:
-        if slot.kind in ("put", "delete"):
+        if slot.kind in ("put", "edit", "delete"):
             continue
         if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op) for op in missing):
             continue

@@ -7,6 +7,7 @@ Every error derives from :class:`CounterError`. The hierarchy::
      +-- ConfigurationError        a declaration is wrong (raised at class definition or first use)
      +-- InvalidArgumentError      an argument of a call is wrong; also a ValueError and a TypeError
      +-- ParentKeyError            a relation's key function gave a key the parent model cannot use
+     +-- ChildValueError           a relation's when= or amount= function failed, or gave a non-bool / non-int
      +-- CountingBypassError       the call would change children or counters without counting them
      +-- CorruptCounterError       a counter holds a number that is not whole (written by hand); reads refuse it
      +-- InvalidTransactionError   a transaction DynamoDB would refuse: empty, one item twice, a child
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "BulkWriteError",
+    "ChildValueError",
     "ConditionFailedError",
     "ConfigurationError",
     "CountedWriteError",
@@ -123,6 +125,14 @@ class ParentKeyError(CounterError):
     """A relation's key function returned a value that is not a key of the parent model."""
 
     msg = "invalid parent key"
+
+
+class ChildValueError(CounterError):
+    """A relation's ``when=`` or ``amount=`` function failed on a child, or returned what it cannot use:
+    ``when=`` a value that is not ``True`` or ``False``, ``amount=`` a value that is not an ``int``. Raised before
+    anything is sent."""
+
+    msg = "invalid child value"
 
 
 class CountingBypassError(CounterError):

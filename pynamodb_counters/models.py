@@ -15,7 +15,7 @@ from ._base import SHARD_COUNT, CountedBase
 from ._compat import ParentKey, key_of, serialize_key
 from ._context import counting_skipped
 from ._items import count_of
-from ._operations import Operation, check_token, delete_operation, save_operation
+from ._operations import Operation, check_token, delete_operation, remember_stored, save_operation
 from ._pipeline import Refused, commit, policy_for
 from ._reads import read_totals
 from ._requests import (
@@ -200,6 +200,24 @@ class CounterMixin(CountedBase):
                 raise ConditionFailedError(pending_fold_message(f"{model.__name__} {key!r}", recorded, 1), error,
                                            model=model, key=key) from error
             raise
+
+    # -- what the instance was loaded as (the state a counted edit or delete counts from) --------------------
+    @classmethod
+    def from_raw_data(cls, data: Dict[str, Any]) -> Any:
+        """PynamoDB's ``from_raw_data()`` (what ``get()``, ``query()``, ``scan()`` and ``batch_get()`` build
+        instances with); a counted child also remembers the item it was loaded as, so that saving it again is an
+        edit whose counts follow the change."""
+        instance = super().from_raw_data(data)  # type: ignore[misc]
+        if relations_of(type(instance)):
+            remember_stored(instance, data)
+        return instance
+
+    def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
+        """PynamoDB's ``deserialize()`` (what ``refresh()`` and ``update()`` load the stored item with); a counted
+        child also remembers it, as :meth:`from_raw_data` does."""
+        super().deserialize(attribute_values)  # type: ignore[misc]
+        if relations_of(type(self)):
+            remember_stored(self, attribute_values)
 
     @classmethod
     def _counter_totals(cls, counter: CounterField, parents: Iterable[Any], consistent_read: bool,

@@ -342,12 +342,17 @@ class _Auditor:
         hash_value = child_hash.serialize(key[0])
         connection = child._get_connection()
         count, start = 0, None
-        while True:
+        while True:  # a conditional or sum counter reads its children; a plain count only counts them
             page = connection.query(hash_value, range_key_condition=range_attribute.startswith(relation.prefix),
-                                    consistent_read=True, select=COUNT, exclusive_start_key=start,
-                                    return_consumed_capacity="TOTAL")
+                                    consistent_read=True, select=None if relation.conditional else COUNT,
+                                    exclusive_start_key=start, return_consumed_capacity="TOTAL")
             self._charge(page, self.item_bytes * int(page.get("ScannedCount", 0)))
-            count += int(page.get("Count", 0))
+            if relation.conditional:
+                for item in page.get("Items", []):
+                    stored = child.from_raw_data(item)
+                    count += relation.amount(stored) if relation.applies(stored) else 0
+            else:
+                count += int(page.get("Count", 0))
             start = page.get("LastEvaluatedKey")
             if not start:
                 return count

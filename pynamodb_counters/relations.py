@@ -18,7 +18,7 @@ from ._compat import ParentKey, normalize_key
 from ._results import CounterChange
 from ._shards import check_shardable, choose_shard
 from .attributes import CounterField
-from .exceptions import ConfigurationError, ParentKeyError
+from .exceptions import ChildValueError, ConfigurationError, ParentKeyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -36,10 +36,12 @@ class Relation:
     :meth:`amount` are where conditional and sum counters plug in.
     """
 
-    __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed")
+    __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
+                 "_amount")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
-                 prefix: Optional[str] = None, children: Optional[ChildCounter] = None) -> None:
+                 prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
+                 when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None) -> None:
         if not isinstance(counter, CounterField):
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
@@ -59,6 +61,12 @@ class Relation:
                                      f"not {children!r}")
         if prefix is not None and children is not None:
             raise ConfigurationError("counted_by() takes prefix= or children=, not both")
+        if when is not None and not callable(when):
+            raise ConfigurationError(f"counted_by(when=...) must be a callable saying whether a child counts, such "
+                                     f"as lambda comment: comment.status == 'published'; got {when!r}")
+        if amount is not None and not callable(amount):
+            raise ConfigurationError(f"counted_by(amount=...) must be a callable giving the whole number a child "
+                                     f"adds, such as lambda comment: comment.words; got {amount!r}")
         if counter.shards > 1:
             check_shardable(counter.model, counter)
         self._counter = counter
@@ -69,6 +77,8 @@ class Relation:
         self._child_model: Optional[Type[Model]] = None
         self._name: Optional[str] = None
         self._feed = ""
+        self._when = when
+        self._amount = amount
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         if self._child_model is not None:
@@ -150,14 +160,49 @@ class Relation:
         child = self._child_model.__name__ if self._child_model is not None else "?"
         return f"<Relation {child}.{self.name} -> {self.parent_model.__name__}.{self.attribute}>"
 
+    @property
+    def conditional(self) -> bool:
+        """Whether a child counts only while ``when=`` holds, or adds ``amount=`` rather than one: an audit must
+        then read the children, not only count them."""
+        return self._when is not None or self._amount is not None
+
     # -- per child -------------------------------------------------------------------------------------------
     def applies(self, child: Model) -> bool:
-        """Whether ``child`` is counted at all (always, until conditional counters)."""
-        return True
+        """Whether ``child`` counts: ``when=(child)``, or always without ``when=``.
+
+        :raises ChildValueError: ``when=`` failed, or returned something other than ``True`` or ``False``.
+        """
+        if self._when is None:
+            return True
+        try:
+            counts = self._when(child)
+        except Exception as error:  # a user function: any failure means the child cannot be counted
+            raise ChildValueError(f"{self}: when= failed on {type(child).__name__} {_describe(child)}: {error!r}; "
+                                  f"nothing was written", error) from error
+        if not isinstance(counts, bool):
+            raise ChildValueError(f"{self}: when= returned {counts!r} ({type(counts).__name__}) for "
+                                  f"{type(child).__name__} {_describe(child)}; it must return True or False. "
+                                  f"Nothing was written")
+        return counts
 
     def amount(self, child: Model) -> int:
-        """How much one ``child`` adds to the counter (one, until sum counters)."""
-        return 1
+        """How much ``child`` adds to the counter: ``amount=(child)``, or one without ``amount=``. It may be ``0``
+        or negative; the counter keeps its floor of zero (a write that would take it below zero is refused).
+
+        :raises ChildValueError: ``amount=`` failed, or returned something other than an ``int``.
+        """
+        if self._amount is None:
+            return 1
+        try:
+            value = self._amount(child)
+        except Exception as error:  # a user function: any failure means the child cannot be counted
+            raise ChildValueError(f"{self}: amount= failed on {type(child).__name__} {_describe(child)}: "
+                                  f"{error!r}; nothing was written", error) from error
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ChildValueError(f"{self}: amount= returned {value!r} ({type(value).__name__}) for "
+                                  f"{type(child).__name__} {_describe(child)}; it must return a whole number (an "
+                                  f"int). Nothing was written")
+        return value
 
     def parent_key(self, child: Model) -> ParentKey:
         """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
@@ -181,19 +226,24 @@ class Relation:
                               sign * self.amount(child), choose_shard(child, shards) if shards > 1 else 0)]
 
     def read_attributes(self, child: Model) -> FrozenSet[str]:
-        """The child's attributes that decide its parent: the declared ``reads`` plus those the key function
-        touches on ``child`` (detected by running it on a recording proxy)."""
+        """The child's attributes that decide what it adds to which parent: the declared ``reads`` plus those the
+        key, ``when=`` and ``amount=`` functions touch on ``child`` (detected by running them on a recording
+        proxy)."""
         recorder = _Recorder(child)
-        try:
-            self._key(recorder)
-        except Exception:  # detection is best effort; parent_key() reports the real failure
-            pass
+        for function in (self._key, self._when, self._amount):
+            if function is None:
+                continue
+            try:
+                function(recorder)
+            except Exception:  # detection is best effort; parent_key() and the rest report the real failure
+                pass
         attributes = child.get_attributes()
         return self._reads | frozenset(name for name in recorder.seen if name in attributes)
 
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
-               children: Optional[ChildCounter] = None) -> Relation:
+               children: Optional[ChildCounter] = None, when: Optional[Callable[[Any], bool]] = None,
+               amount: Optional[Callable[[Any], int]] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
@@ -205,9 +255,16 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
       them.
     :param children: for audits, in other layouts: ``children(parent_key) -> int`` counts one parent's children
-      (for example with a Query on a global secondary index).
+      (for example with a Query on a global secondary index); with ``when=`` or ``amount=``, it gives what the
+      counter should hold (the children that count, or their sum).
+    :param when: a conditional counter: the child counts only while ``when(child)`` is ``True`` (published,
+      not soft-deleted). A child that stops or starts counting moves the counter in the same transaction as the
+      write that changed it (see :doc:`children`).
+    :param amount: a sum counter: the child adds ``amount(child)``, a whole number (``0`` and negative numbers
+      included), instead of one. The counter keeps its floor of zero: a write that would take it below zero is
+      refused with :exc:`~pynamodb_counters.exceptions.CounterUnderflowError`.
     """
-    return Relation(counter, key, reads, prefix, children)
+    return Relation(counter, key, reads, prefix, children, when, amount)
 
 
 def _describe(child: Any) -> str:

@@ -24,20 +24,22 @@ from typing import Any
 
 from blinker import NamedSignal, Namespace
 
-__all__ = ["child_added", "child_removed", "counter_repaired", "duplicate_rejected", "missing_rejected",
-           "send_safely"]
+__all__ = ["child_added", "child_changed", "child_removed", "counter_repaired", "duplicate_rejected",
+           "missing_rejected", "send_safely"]
 
 log = logging.getLogger(__name__)
 
 _signals = Namespace()
 
 child_added = _signals.signal("child-added", doc="""\
-A counted child was saved and its counters incremented, in one committed transaction.
+A counted child started counting for one or more relations, in one committed transaction: it was saved new, or
+saved again so that it now counts (published, restored from a soft delete, moved to another parent: a move sends
+``child_removed`` for the parent it left and ``child_added`` for the one it joined).
 
 :sender: the child model class.
 :param instance: the saved child.
-:param changes: a tuple of :class:`~pynamodb_counters.CounterChange` for this child (parent model, key,
-  attribute, delta).
+:param changes: a tuple of :class:`~pynamodb_counters.CounterChange` for the relations it started counting for
+  (parent model, key, attribute, delta).
 :param consumed_capacity: the transaction's ``ConsumedCapacity`` as DynamoDB reported it, one entry per table
   (empty where the server reports none, as moto does).
 :param result: the :class:`~pynamodb_counters.WriteResult` of the whole transaction (``attempts``,
@@ -45,11 +47,25 @@ A counted child was saved and its counters incremented, in one committed transac
 """)
 
 child_removed = _signals.signal("child-removed", doc="""\
-A counted child was deleted and its counters decremented, in one committed transaction.
+A counted child stopped counting for one or more relations, in one committed transaction: it was deleted, or
+saved again so that it no longer counts (unpublished, soft-deleted, moved away).
 
 :sender: the child model class.
-:param instance: the deleted child.
-:param changes: a tuple of :class:`~pynamodb_counters.CounterChange`, with negative deltas.
+:param instance: the deleted or saved child.
+:param changes: a tuple of :class:`~pynamodb_counters.CounterChange` for the relations it stopped counting for,
+  with the deltas that took it out (negative for a child that added one).
+:param consumed_capacity: as for ``child_added``.
+:param result: the :class:`~pynamodb_counters.WriteResult` of the transaction.
+""")
+
+child_changed = _signals.signal("child-changed", doc="""\
+A counted child was saved again, still counting for the same parent, and what it adds changed (a sum counter's
+``amount=``: an order line's quantity, a comment's words), in one committed transaction.
+
+:sender: the child model class.
+:param instance: the saved child.
+:param changes: a tuple of :class:`~pynamodb_counters.CounterChange`, each delta the difference (new amount minus
+  old).
 :param consumed_capacity: as for ``child_added``.
 :param result: the :class:`~pynamodb_counters.WriteResult` of the transaction.
 """)

@@ -57,15 +57,21 @@ import boto3  # noqa: E402
 import botocore.config  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from pynamodb_counters import CountedTransaction, RetryPolicy, WriteResult, audit, skip_counting  # noqa: E402
-from pynamodb_counters import bulk_write  # noqa: E402
+from pynamodb_counters import (  # noqa: E402
+    CountedTransaction,
+    RetryPolicy,
+    WriteResult,
+    audit,
+    bulk_write,  # noqa: E402
+    repair,  # noqa: E402
+    skip_counting,
+)
 from pynamodb_counters.exceptions import (  # noqa: E402
     CounterError,
     DuplicateChildError,
     MissingChildError,
     RetriesExhaustedError,
 )
-from pynamodb_counters import repair  # noqa: E402
 from pynamodb_counters.testing.server import ServedMoto  # noqa: E402
 from tests import faults  # noqa: E402
 from tests.faults import FaultProxy  # noqa: E402

@@ -183,8 +183,75 @@ class Report(VideoItem):
     video = counted_by(Video.report_count, key=lambda report: (report.pk, "META"), prefix="REPORT#")
 
 
+class Thread(CounterMixin, Model):
+    """A parent of children that change: messages are published, moved, edited and soft-deleted."""
+
+    class Meta:
+        table_name = "Threads"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "THREAD#t1"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    message_count = CounterField()
+    published_count = CounterField()
+    word_total = CounterField()  # a sum counter is an ordinary CounterField
+    score = CounterField()
+    upvotes = CounterField()
+
+
+class Message(CounterMixin, Model):
+    """A child that changes, as the issue declares it: its own partition, its thread named by an attribute."""
+
+    class Meta:
+        table_name = "Threads"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "MSG#m1"
+    sk = UnicodeAttribute(range_key=True)  # "MSG"
+    thread_id = UnicodeAttribute()
+    status = UnicodeAttribute(default="draft")
+    words = NumberAttribute(default=0)
+    deleted_at = NumberAttribute(null=True)
+    title = UnicodeAttribute(null=True)
+
+    thread = counted_by(Thread.message_count, key=lambda m: (m.thread_id, "META"),
+                        when=lambda m: m.deleted_at is None,  # soft delete
+                        children=lambda key: messages_of(key[0], counted=lambda m: m.deleted_at is None))
+    published = counted_by(Thread.published_count, key=lambda m: (m.thread_id, "META"),
+                           when=lambda m: m.status == "published" and m.deleted_at is None,
+                           children=lambda key: messages_of(key[0], counted=lambda m: m.status == "published"
+                                                            and m.deleted_at is None))
+    words_on_thread = counted_by(Thread.word_total, key=lambda m: (m.thread_id, "META"), amount=lambda m: m.words,
+                                 children=lambda key: messages_of(key[0], amount=lambda m: int(m.words)))
+
+
+def messages_of(thread: str, counted: Any = None, amount: Any = None) -> int:
+    """What a thread's counter should hold, counted from its messages with a consistent Scan (the audits'
+    ``children=``)."""
+    total = 0
+    for message in Message.scan(Message.thread_id == thread, consistent_read=True):
+        if counted is None or counted(message):
+            total += amount(message) if amount is not None else 1
+    return total
+
+
+class Vote(CounterMixin, Model):
+    """A child in its parent's partition (``prefix=``): a signed sum, and a conditional count of upvotes."""
+
+    class Meta:
+        table_name = "Threads"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # the thread's "THREAD#t1"
+    sk = UnicodeAttribute(range_key=True)  # "VOTE#USER#7"
+    value = NumberAttribute()  # +1 or -1
+
+    score = counted_by(Thread.score, key=lambda v: (v.pk, "META"), amount=lambda v: int(v.value), prefix="VOTE#")
+    upvote = counted_by(Thread.upvotes, key=lambda v: (v.pk, "META"), when=lambda v: v.value > 0, prefix="VOTE#")
+
+
 #: one model per table, to create them
-TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video)
+TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread)
 #: every model, to point them at an engine
 ALL_MODELS = (Post, User, Like, Bookmark, Comment, Reply, Entity, Board, Card, Doc, Edit, Video, VideoItem, View,
-              Fan, Report)
+              Fan, Report, Thread, Message, Vote)

@@ -1,0 +1,357 @@
+"""Children that change: conditional counters (``when=``), sum counters (``amount=``), and edits of stored children
+(publish, unpublish, move, soft delete and restore, sums up and down) whose counts follow the change, in one
+transaction, exactly under concurrent writers."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+
+from pynamodb_counters import CountedTransaction, CounterChange, audit, bulk_save, bulk_write, signals
+from pynamodb_counters.exceptions import (
+    ChildValueError,
+    ConditionFailedError,
+    CounterUnderflowError,
+    CountingBypassError,
+    DuplicateChildError,
+    ParentNotFoundError,
+)
+from tests.factories import snapshot
+from tests.models import Message, Thread, Vote
+
+pytestmark = pytest.mark.usefixtures("dynamodb")
+
+COUNTERS = ("message_count", "published_count", "word_total")
+
+
+def thread(name: str = "t1") -> Tuple[str, str]:
+    Thread(pk=f"THREAD#{name}", sk="META").save()
+    return (f"THREAD#{name}", "META")
+
+
+def message(n: int = 1, in_thread: str = "t1", **attributes: Any) -> Message:
+    return Message(pk=f"MSG#{n}", sk="MSG", thread_id=f"THREAD#{in_thread}", **attributes)
+
+
+def counts(name: str = "t1") -> Tuple[int, ...]:
+    stored = Thread.get(f"THREAD#{name}", "META", consistent_read=True)
+    return tuple(getattr(stored, counter) for counter in COUNTERS)
+
+
+def loaded(n: int = 1) -> Message:
+    return Message.get(f"MSG#{n}", "MSG", consistent_read=True)
+
+
+@pytest.fixture
+def sent() -> Iterator[List[Tuple[str, int]]]:
+    """The TransactWriteItems sent, with their number of actions."""
+    calls: List[Tuple[str, int]] = []
+
+    def record(request: Any, **_: Any) -> None:
+        calls.append(("TransactWriteItems", len(__import__("json").loads(request.body)["TransactItems"])))
+
+    from pynamodb_counters._compat import transact_client
+
+    client = transact_client(Message)
+    client.meta.events.register("before-send.dynamodb.TransactWriteItems", record)
+    yield calls
+    client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", record)
+
+
+@pytest.fixture
+def received() -> Iterator[Dict[str, List[Tuple[CounterChange, ...]]]]:
+    seen: Dict[str, List[Tuple[CounterChange, ...]]] = {"added": [], "removed": [], "changed": []}
+
+    def on(kind: str) -> Any:
+        def receiver(sender: Any, instance: Any, changes: Tuple[CounterChange, ...], **_: Any) -> None:
+            seen[kind].append(changes)
+        return receiver
+
+    receivers = {"added": on("added"), "removed": on("removed"), "changed": on("changed")}
+    signals.child_added.connect(receivers["added"], sender=Message)
+    signals.child_removed.connect(receivers["removed"], sender=Message)
+    signals.child_changed.connect(receivers["changed"], sender=Message)
+    yield seen
+    signals.child_added.disconnect(receivers["added"], sender=Message)
+    signals.child_removed.disconnect(receivers["removed"], sender=Message)
+    signals.child_changed.disconnect(receivers["changed"], sender=Message)
+
+
+# -- conditions and sums on create and delete ----------------------------------------------------------------
+def test_a_draft_counts_as_a_message_and_its_words_but_not_as_published() -> None:
+    thread()
+    result = message(words=120).save()
+    assert counts() == (1, 0, 120)
+    assert sorted((c.attribute, c.delta) for c in result.changes) == [("message_count", 1), ("word_total", 120)]
+
+
+def test_a_published_message_counts_everywhere_and_its_delete_takes_it_all_back() -> None:
+    thread()
+    message(status="published", words=50).save()
+    assert counts() == (1, 1, 50)
+    loaded().delete()
+    assert counts() == (0, 0, 0)
+
+
+def test_a_child_that_counts_for_nothing_writes_its_item_alone(sent: List[Tuple[str, int]]) -> None:
+    thread()
+    message(deleted_at=1, words=0).save()  # soft-deleted from the start, no words: it adds nothing anywhere
+    assert counts() == (0, 0, 0)
+    assert sent == [("TransactWriteItems", 2)]  # the Put, and the words Update (adding 0 moves the sequence)
+
+
+# -- edits ---------------------------------------------------------------------------------------------------
+def test_publishing_counts_the_message_as_published_in_one_transaction(
+        sent: List[Tuple[str, int]], received: Dict[str, List[Any]]) -> None:
+    thread()
+    message(words=10).save()
+    sent.clear()
+    stored = loaded()
+    stored.status = "published"
+    result = stored.save()
+    assert counts() == (1, 1, 10)
+    assert sent == [("TransactWriteItems", 2)]  # the message's Update and the thread's
+    assert result.changes == (CounterChange(Thread, ("THREAD#t1", "META"), "published_count", 1, 0),)
+    assert received["added"][-1] == result.changes and received["removed"] == [] and received["changed"] == []
+    assert loaded().status == "published"
+
+
+def test_unpublishing_takes_it_back() -> None:
+    thread()
+    message(status="published").save()
+    stored = loaded()
+    stored.status = "draft"
+    stored.save()
+    assert counts() == (1, 0, 0)
+
+
+def test_an_instance_saved_is_an_edit_the_next_time() -> None:
+    thread()
+    fresh = message(words=5)
+    fresh.save()
+    fresh.status = "published"
+    fresh.words = 7
+    fresh.save()  # the same instance, saved again: an edit, not a duplicate
+    assert counts() == (1, 1, 7)
+
+
+def test_moving_a_message_moves_every_count(received: Dict[str, List[Any]]) -> None:
+    thread("t1")
+    thread("t2")
+    message(status="published", words=30).save()
+    stored = loaded()
+    stored.thread_id = "THREAD#t2"
+    result = stored.save()
+    assert counts("t1") == (0, 0, 0) and counts("t2") == (1, 1, 30)
+    assert sorted((c.key[0], c.attribute, c.delta) for c in result.changes) == [
+        ("THREAD#t1", "message_count", -1), ("THREAD#t1", "published_count", -1), ("THREAD#t1", "word_total", -30),
+        ("THREAD#t2", "message_count", 1), ("THREAD#t2", "published_count", 1), ("THREAD#t2", "word_total", 30)]
+    assert len(received["removed"][-1]) == 3 and len(received["added"][-1]) == 3
+
+
+def test_words_down_and_up_change_the_sum_by_the_difference(received: Dict[str, List[Any]]) -> None:
+    thread()
+    message(words=120).save()
+    stored = loaded()
+    stored.words = 80
+    result = stored.save()
+    assert counts() == (1, 0, 80)
+    assert result.changes == (CounterChange(Thread, ("THREAD#t1", "META"), "word_total", -40, 0),)
+    assert received["changed"][-1] == result.changes
+    stored.words = 200
+    stored.save()
+    assert counts() == (1, 0, 200)
+
+
+def test_soft_delete_restore_and_hard_delete_after_soft_delete() -> None:
+    thread()
+    message(status="published", words=12).save()
+    stored = loaded()
+    stored.deleted_at = 1764547200
+    stored.save()  # soft delete: no longer a message nor published; its words still add up
+    assert counts() == (0, 0, 12)
+    stored.deleted_at = None
+    stored.save()  # restored
+    assert counts() == (1, 1, 12)
+    stored.deleted_at = 1764547201
+    stored.save()
+    loaded().delete()  # the hard delete after the soft one takes back only what still counted
+    assert counts() == (0, 0, 0)
+
+
+def test_an_edit_that_changes_nothing_counted_writes_the_message_alone(sent: List[Tuple[str, int]]) -> None:
+    thread()
+    message(words=3).save()
+    sent.clear()
+    stored = loaded()
+    stored.title = "renamed"
+    result = stored.save()
+    assert result.changes == () and sent == [("TransactWriteItems", 1)]
+    assert counts() == (1, 0, 3) and loaded().title == "renamed"
+
+
+def test_several_relations_and_a_move_at_once() -> None:
+    thread("t1")
+    thread("t2")
+    message(words=4).save()
+    stored = loaded()
+    stored.thread_id, stored.status, stored.words = "THREAD#t2", "published", 9
+    stored.save()
+    assert counts("t1") == (0, 0, 0) and counts("t2") == (1, 1, 9)
+
+
+def test_a_new_instance_of_a_stored_key_is_still_a_duplicate() -> None:
+    thread()
+    message(words=1).save()
+    before = snapshot()
+    with pytest.raises(DuplicateChildError):
+        message(words=99, status="published").save()
+    assert snapshot() == before and counts() == (1, 0, 1)
+
+
+# -- exact under concurrent writers --------------------------------------------------------------------------
+def test_an_edit_counts_from_the_stored_state_when_another_writer_changed_it(sent: List[Tuple[str, int]]) -> None:
+    thread()
+    message(words=100).save()
+    mine, theirs = loaded(), loaded()
+    theirs.status, theirs.words = "published", 60
+    theirs.save()  # another writer published it and cut its words, after mine was loaded
+    sent.clear()
+    mine.title = "my title"
+    mine.words = 150
+    mine.save()  # computed from words=100, draft: refused, learned from the stored item, sent again
+    assert [count for _, count in sent] == [2, 2]
+    assert counts() == (1, 0, 150)  # the last save wins, and the counters follow what is stored
+    assert loaded().status == "draft"
+
+
+def test_a_delete_of_a_loaded_message_counts_off_what_is_stored_not_what_the_instance_holds() -> None:
+    thread("t1")
+    thread("t2")
+    message(status="published", words=8).save()
+    stored = loaded()
+    stored.thread_id, stored.status, stored.words = "THREAD#t2", "draft", 1000  # edited in memory, not saved
+    stored.delete()
+    assert counts("t1") == (0, 0, 0) and counts("t2") == (0, 0, 0)
+
+
+def test_an_edit_of_a_message_deleted_meanwhile_saves_it_again_as_new() -> None:
+    thread()
+    message(words=2).save()
+    mine = loaded()
+    loaded().delete()
+    assert counts() == (0, 0, 0)
+    mine.words = 5
+    mine.save()
+    assert counts() == (1, 0, 5)
+
+
+def test_an_edit_refused_by_the_callers_condition_writes_nothing() -> None:
+    thread()
+    message(words=2).save()
+    stored = loaded()
+    stored.status = "published"
+    before = snapshot()
+    with pytest.raises(ConditionFailedError, match="condition on saving"):
+        stored.save(condition=Message.title.exists())
+    assert snapshot() == before
+
+
+# -- bad input -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("words, complaint", [(None, "returned None"), (2.5, "returned 2.5"),
+                                               (True, "returned True")])
+def test_an_amount_that_is_not_a_whole_number_is_refused_and_nothing_is_written(words: Any, complaint: str) -> None:
+    thread()
+    before = snapshot()
+    bad = message()
+    bad.attribute_values["words"] = words  # as a user's code might leave it
+    with pytest.raises(ChildValueError, match=complaint):
+        bad.save()
+    assert snapshot() == before
+
+
+def test_a_when_that_raises_or_is_not_a_bool_is_refused() -> None:
+    thread()
+    before = snapshot()
+    relation = Message.published  # immutable once declared: swapped here past its guard, and put back
+    object.__setattr__(relation, "_when", lambda m: m.status)  # returns a string, not a bool
+    try:
+        with pytest.raises(ChildValueError, match="must return True or False"):
+            message().save()
+        object.__setattr__(relation, "_when", lambda m: 1 / 0)
+        with pytest.raises(ChildValueError, match="ZeroDivisionError"):
+            message().save()
+    finally:
+        object.__setattr__(relation, "_when", lambda m: m.status == "published" and m.deleted_at is None)
+    assert snapshot() == before
+
+
+def test_a_move_to_a_thread_that_does_not_exist_is_refused_and_nothing_is_written() -> None:
+    thread()
+    message(words=3).save()
+    stored = loaded()
+    stored.thread_id = "THREAD#nowhere"
+    before = snapshot()
+    with pytest.raises(ParentNotFoundError, match="THREAD#nowhere"):
+        stored.save()
+    assert snapshot() == before and counts() == (1, 0, 3)
+
+
+def test_update_refuses_what_decides_the_counts_and_names_the_way() -> None:
+    thread()
+    message().save()
+    stored = loaded()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match=r"save\(\)"):
+        stored.update(actions=[Message.status.set("published")])
+    assert snapshot() == before
+
+
+def test_a_sum_keeps_its_floor_of_zero() -> None:
+    thread()
+    before = snapshot()
+    with pytest.raises(CounterUnderflowError):
+        Vote(pk="THREAD#t1", sk="VOTE#USER#1", value=-1).save()  # a score of 0 cannot go to -1
+    assert snapshot() == before
+    Vote(pk="THREAD#t1", sk="VOTE#USER#2", value=1).save()
+    Vote(pk="THREAD#t1", sk="VOTE#USER#1", value=-1).save()
+    stored = Thread.get("THREAD#t1", "META", consistent_read=True)
+    assert (stored.score, stored.upvotes) == (0, 1)
+
+
+# -- the other paths: transactions, bulk, audits ----------------------------------------------------------------
+def test_a_transaction_carries_edits_and_new_children_together() -> None:
+    thread()
+    message(1, words=1).save()
+    stored = loaded(1)
+    stored.status = "published"
+    with CountedTransaction() as transaction:
+        transaction.save(stored)
+        transaction.save(message(2, words=2))
+    assert counts() == (2, 1, 3)
+
+
+def test_bulk_saves_edits_and_reports_them_as_changed() -> None:
+    thread()
+    bulk_save([message(n, words=n) for n in range(1, 5)])
+    edited = [loaded(n) for n in range(1, 5)]
+    for each in edited:
+        each.status = "published"
+        each.words += 1
+    result = bulk_write(saves=edited + [message(9, words=9)])
+    assert sorted(o.status for o in result.outcomes) == ["added", "changed", "changed", "changed", "changed"]
+    assert counts() == (5, 4, 1 + 2 + 3 + 4 + 4 + 9)
+
+
+def test_audits_count_with_when_and_sum_with_amount() -> None:
+    thread()
+    Vote(pk="THREAD#t1", sk="VOTE#USER#1", value=1).save()
+    Vote(pk="THREAD#t1", sk="VOTE#USER#2", value=1).save()
+    Vote(pk="THREAD#t1", sk="VOTE#USER#3", value=-1).save()
+    message(1, status="published", words=10).save()
+    message(2, words=5).save()
+    for counter in (Thread.score, Thread.upvotes, Thread.message_count, Thread.published_count, Thread.word_total):
+        assert audit(counter, parents=[("THREAD#t1", "META")]).drifts == (), counter
+    Thread._get_connection().update_item("THREAD#t1", range_key="META", actions=[Thread.upvotes.set(3)])
+    [drift] = audit(Thread.upvotes, parents=[("THREAD#t1", "META")]).drifts
+    assert (drift.stored, drift.actual) == (3, 2)
