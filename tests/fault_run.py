@@ -62,8 +62,8 @@ from pynamodb_counters import (  # noqa: E402
     RetryPolicy,
     WriteResult,
     audit,
-    bulk_write,  # noqa: E402
-    repair,  # noqa: E402
+    bulk_write,
+    repair,
     skip_counting,
 )
 from pynamodb_counters.exceptions import (  # noqa: E402

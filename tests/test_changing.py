@@ -355,3 +355,57 @@ def test_audits_count_with_when_and_sum_with_amount() -> None:
     Thread._get_connection().update_item("THREAD#t1", range_key="META", actions=[Thread.upvotes.set(3)])
     [drift] = audit(Thread.upvotes, parents=[("THREAD#t1", "META")]).drifts
     assert (drift.stored, drift.actual) == (3, 2)
+
+
+# -- where an instance comes from, and what an edit keeps ---------------------------------------------------------
+def test_query_scan_batch_get_and_refresh_all_make_an_edit() -> None:
+    thread()
+    for n in (1, 2, 3, 4):
+        message(n, words=1).save()
+    from_query = next(iter(Message.query("MSG#1", consistent_read=True)))
+    from_scan = next(m for m in Message.scan(consistent_read=True) if m.pk == "MSG#2")
+    from_batch = next(iter(Message.batch_get([("MSG#3", "MSG")], consistent_read=True)))
+    refreshed = Message(pk="MSG#4", sk="MSG")
+    refreshed.refresh(consistent_read=True)
+    for each in (from_query, from_scan, from_batch, refreshed):
+        each.status = "published"
+        each.save()
+    assert counts() == (4, 4, 4)
+
+
+def test_editing_a_child_that_is_also_a_parent_keeps_the_counts_it_holds() -> None:
+    from tests.models import Comment, Post, Reply
+
+    Post(pk="POST#p", sk="META").save()
+    Comment(pk="POST#p", sk="COMMENT#c1", text="first").save()
+    mine = Comment.get("POST#p", "COMMENT#c1", consistent_read=True)  # reply_count 0, as loaded
+    Reply(pk="POST#p", sk="REPLY#c1#r1", comment_sk="COMMENT#c1").save()  # counted on the comment meanwhile
+    mine.text = "edited"
+    mine.save()  # an edit: the comment's own counter is not overwritten with the 0 it was loaded with
+    stored = Comment.get("POST#p", "COMMENT#c1", consistent_read=True)
+    assert (stored.text, stored.reply_count) == ("edited", 1)
+    assert Post.get("POST#p", "META", consistent_read=True).comment_count == 1
+
+
+def test_a_stale_version_is_refused_as_pynamodb_refuses_it() -> None:
+    from tests.models import Doc, Edit
+
+    Doc(doc_id="d1").save()
+    Edit(doc_id="d1", seq=1).save()
+    first, second = (Edit.get("d1", 1, consistent_read=True) for _ in range(2))
+    first.save()  # version 1 -> 2
+    before = snapshot()
+    with pytest.raises(ConditionFailedError):
+        second.save()  # still at version 1
+    assert snapshot() == before
+
+
+def test_a_move_is_three_actions(sent: List[Tuple[str, int]]) -> None:
+    thread("t1")
+    thread("t2")
+    message(status="published", words=3).save()
+    sent.clear()
+    stored = loaded()
+    stored.thread_id = "THREAD#t2"
+    stored.save()
+    assert sent == [("TransactWriteItems", 3)]  # the message, the old thread, the new thread
