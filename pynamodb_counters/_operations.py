@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 
 from ._compat import key_of
 from ._context import counting_skipped
-from ._requests import check_condition, check_counters_unchanged, guard_update, parent_save_actions
+from ._requests import (
+    bypass_of,
+    check_condition,
+    check_counters_unchanged,
+    guard_update,
+    known_values,
+    parent_save_actions,
+)
 from ._results import CounterChange
 from ._spec import counters_of, relations_of
 from .exceptions import InvalidArgumentError
@@ -24,8 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Operation", "check_operation", "check_token", "delete_operation", "remember_stored", "save_operation",
-           "stored_state", "update_operation"]
+__all__ = ["Operation", "check_operation", "check_token", "delete_operation", "prepare_update", "remember_stored",
+           "save_operation", "stored_state", "update_operation"]
 
 
 @dataclass
@@ -33,7 +40,8 @@ class Operation:
     """One write as the caller asked for it.
 
     :ivar kind: ``"counted_put"`` (a new child), ``"counted_edit"`` (a stored child saved again: its counts
-      follow the change) and ``"counted_delete"`` for a counted child; ``"put"``, ``"delete"``, ``"update"``,
+      follow the change), ``"counted_update"`` (an ``update()`` that sets what decides its counts) and
+      ``"counted_delete"`` for a counted child; ``"put"``, ``"delete"``, ``"update"``,
       ``"check"`` for anything else (a parent's save is an ``"update"`` with :attr:`parent_save`).
     :ivar shards: ``"Update"`` to create the item's own shard items with it, ``"Delete"`` to delete them with it.
     :ivar changes: a counted child's counter changes, computed by the planner: :attr:`removed`, then
@@ -41,8 +49,9 @@ class Operation:
     :ivar removed: the changes of the relations the child stops counting for (or moves away from).
     :ivar added: the changes of the relations the child starts counting for (or moves to).
     :ivar changed: the changes of the relations whose parent stays and whose amount changes.
-    :ivar basis: the stored state a counted edit or delete counts from: the item the instance was loaded from
-      (or last saved as), or what a read or a refusal taught.
+    :ivar basis: the stored state a counted edit, update or delete counts from: the item the instance was loaded
+      from (or last saved as), or what a read or a refusal taught.
+    :ivar after: a counted update's new state: :attr:`basis` with the actions applied.
     """
 
     kind: str
@@ -59,6 +68,7 @@ class Operation:
     removed: Tuple[CounterChange, ...] = ()
     added: Tuple[CounterChange, ...] = ()
     changed: Tuple[CounterChange, ...] = ()
+    after: Optional[Model] = None
 
     @property
     def counted_state(self) -> Optional[Model]:
@@ -154,9 +164,37 @@ def update_operation(instance: Model, actions: Sequence[Action], condition: Opti
     if not actions:
         raise InvalidArgumentError("update() needs a non-empty list of actions")
     check_condition(condition)
-    guard_update(instance, actions)
-    return Operation("update", type(instance), key_of(instance), instance, condition, list(actions),
-                     add_version_condition)
+    touched = guard_update(instance, actions, counted=True)
+    if not touched:
+        return Operation("update", type(instance), key_of(instance), instance, condition, list(actions),
+                         add_version_condition)
+    for name in sorted(known_values(type(instance), actions)[1] & touched):  # refused before any read
+        raise bypass_of(type(instance), name)
+    # it sets what decides the child's counts: a counted update, from the stored state (read first if unknown)
+    op = Operation("counted_update", type(instance), key_of(instance), instance, condition, list(actions),
+                   add_version_condition, basis=stored_state(instance))
+    if op.basis is not None:
+        prepare_update(op)
+    return op
+
+
+def prepare_update(op: Operation) -> None:
+    """Set a counted update's :attr:`~Operation.after`: its stored state with the actions whose result is known
+    applied.
+
+    :raises CountingBypassError: an action whose result is not known before sending (``ADD``, arithmetic,
+      ``if_not_exists``...) on an attribute that decides what the child counts for.
+    """
+    assert op.basis is not None
+    known, unknown = known_values(op.model, op.actions)
+    after = op.model.from_raw_data(op.basis.serialize(null_check=False))
+    for name, value in known.items():
+        setattr(after, name, value)
+    deciding_names = {name for relation in relations_of(op.model)
+                      for state in (op.basis, after) for name in relation.read_attributes(state)}
+    for name in sorted(unknown & deciding_names):
+        raise bypass_of(op.model, name)
+    op.after = after
 
 
 def check_operation(model: Type[Model], key: Tuple[Any, ...], condition: Condition) -> Operation:

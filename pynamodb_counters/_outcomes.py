@@ -242,13 +242,13 @@ def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> D
             continue
         item = reason.get("Item")
         for index, op in enumerate(operations):
-            if op.instance is not slot.instance or op.kind not in ("counted_edit", "counted_delete"):
+            if op.instance is not slot.instance or op.kind not in ("counted_edit", "counted_update", "counted_delete"):
                 continue
             if not item:
                 if op.kind == "counted_edit":
                     learned[index] = ABSENT
                 continue
-            state = op.basis if op.kind == "counted_edit" else op.counted_state
+            state = op.basis if op.kind != "counted_delete" else op.counted_state
             stored = relearned(op.model, state, item) if state is not None else None
             if stored is not None:
                 learned[index] = stored

@@ -17,7 +17,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from pynamodb.exceptions import PynamoDBException
 
 from ._connection import send
-from ._operations import Operation, remember_stored
+from ._operations import Operation, prepare_update, remember_stored
 from ._outcomes import (
     ABSENT,
     explain_size,
@@ -119,6 +119,8 @@ def _relearn(op: Operation, stored: Any) -> None:
         op.kind, op.basis, op.actions, op.shards = "counted_put", None, [], "Update"
     else:
         op.basis = stored
+        if op.kind == "counted_update":
+            prepare_update(op)
 
 
 def read_key_only_deletes(operations: Sequence[Operation]) -> None:
@@ -132,6 +134,10 @@ def read_key_only_deletes(operations: Sequence[Operation]) -> None:
             assert op.instance is not None
             if not names_parents(op.model, op.instance, -1):
                 op.basis = stored_child(op.model, op.instance)
+        elif op.kind == "counted_update" and op.basis is None:  # an update of an instance never loaded
+            assert op.instance is not None
+            op.basis = stored_child(op.model, op.instance)
+            prepare_update(op)
 
 
 def policy_for(operations: Sequence[Operation], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:
@@ -164,7 +170,8 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
     for slot in children:
         assert slot.instance is not None
         # what the child is stored as now: the state a later edit or delete counts from
-        remember_stored(slot.instance, None if slot.kind == "delete" else slot.instance.serialize(null_check=False))
+        stored_as = slot.state if slot.state is not None else slot.instance
+        remember_stored(slot.instance, None if slot.kind == "delete" else stored_as.serialize(null_check=False))
         for signal, changes in ((child_removed, slot.removed), (child_added, slot.added),
                                 (child_changed, slot.changed)):
             if changes:

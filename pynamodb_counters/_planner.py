@@ -106,7 +106,7 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
                 slots=[slot for _, _, _, slot in entries], token=token)
 
 
-COUNTED = ("counted_put", "counted_edit", "counted_delete")
+COUNTED = ("counted_put", "counted_edit", "counted_update", "counted_delete")
 """The kinds of :class:`~pynamodb_counters._operations.Operation` that move counters."""
 
 
@@ -128,13 +128,14 @@ def count(op: Operation) -> List[Tuple[Relation, CounterChange]]:
     added: List[Tuple[Relation, CounterChange]] = []
     changed: List[Tuple[Relation, CounterChange]] = []
     for relation in relations_of(op.model):
-        before = relation.changes(op.basis, -1) if op.kind == "counted_edit" and op.basis is not None else []
+        edit = op.kind in ("counted_edit", "counted_update")
+        before = relation.changes(op.basis, -1) if edit and op.basis is not None else []
         if op.kind == "counted_delete":
             state = op.counted_state
             assert state is not None
             removed.extend((relation, change) for change in relation.changes(state, -1))
             continue
-        after = relation.changes(op.instance, 1)
+        after = relation.changes(op.after if op.after is not None else op.instance, 1)
         if before and after and (before[0].key, before[0].shard) == (after[0].key, after[0].shard):
             delta = before[0].delta + after[0].delta
             if delta:
@@ -178,6 +179,19 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
             add_version_condition=op.add_version_condition)
         return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
                                        added=op.added, changed=op.changed)
+    if op.kind == "counted_update":
+        # the caller's actions, conditioned on the stored state their counts were computed from
+        assert instance is not None and op.basis is not None and op.after is not None
+        stored = key_attributes(model)[0].exists()
+        same = unchanged(model, op.basis, op.after)
+        if same is not None:
+            stored &= same
+        condition = stored if condition is None else stored & condition
+        request = pynamodb_view(instance).get_update_kwargs_from_instance(
+            [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
+            add_version_condition=op.add_version_condition)
+        return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
+                                       added=op.added, changed=op.changed, state=op.after)
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":

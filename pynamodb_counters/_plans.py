@@ -45,6 +45,7 @@ class Slot:
     removed: Tuple[CounterChange, ...] = ()  # a child slot's changes, as its operation classified them
     added: Tuple[CounterChange, ...] = ()
     changed: Tuple[CounterChange, ...] = ()
+    state: Optional[Model] = None  # what a counted child is stored as once written, where not the instance
 
 
 @dataclass

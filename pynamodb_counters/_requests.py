@@ -8,10 +8,12 @@ them into a transaction.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
-from pynamodb.constants import ALL_OLD, KEY
+from pynamodb.constants import ALL_OLD, KEY, NULL
 from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.operand import Path, Value
+from pynamodb.expressions.update import RemoveAction, SetAction
 
 from ._base import SEQUENCE, SHARD, SHARD_COUNT, CountedBase
 from ._compat import ParentKey, discriminator_of, key_attributes, serialize_key
@@ -27,10 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["check_condition", "check_counters_unchanged", "deciding", "discriminator_condition",
-           "guard_update", "item_id", "key_request", "parent_condition", "parent_save_actions", "pending_fold",
-           "pending_fold_message", "pynamodb_view", "reshape_requests", "sequence_unchanged", "serialized_key_request",
-           "shard_request", "total_requests", "unchanged"]
+__all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_unchanged", "deciding",
+           "discriminator_condition", "guard_update", "item_id", "key_request", "known_values", "parent_condition",
+           "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view", "reshape_requests",
+           "sequence_unchanged", "serialized_key_request", "shard_request", "total_requests", "unchanged"]
+
 
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
     """The identity of an item within a transaction: its table and serialized key."""
@@ -129,36 +132,85 @@ def parent_save_actions(instance: Model) -> List[Action]:
     return actions
 
 
-def guard_update(instance: Model, actions: Sequence[Action]) -> None:
-    """Refuse ``update()`` actions that would bypass counting: on counters, and, for a counted child, on its
-    key attributes and on the attributes its relations read to find the parent (until children can move
-    between parents).
+def guard_update(instance: Model, actions: Sequence[Action], *, counted: bool = False) -> FrozenSet[str]:
+    """Refuse ``update()`` actions that would bypass counting: on counters, on a counted child's key attributes,
+    and, unless the update is ``counted`` (its counts moved in the same transaction), on the attributes its
+    relations read.
 
+    :returns: the attributes (Python names) its relations read that the actions touch.
     :raises CountingBypassError: naming the attribute and the way around it.
     """
     model = type(instance)
     if counting_skipped(model):
-        return
+        return frozenset()
     attributes = model.get_attributes()
     protected: Dict[str, str] = {attributes[name].attr_name: f"{model.__name__}.{name} is a counter"
                                  for name in counters_of(model)}
+    decides: Dict[str, str] = {}
     relations = relations_of(model)
     if relations:
         for name in filter(None, (model._hash_keyname, model._range_keyname)):
             protected[attributes[name].attr_name] = f"{model.__name__}.{name} is part of a counted child's key"
         for relation in relations:
             for name in relation.read_attributes(instance):
-                protected.setdefault(attributes[name].attr_name,
-                                     f"{model.__name__}.{name} decides the parent of {relation}")
+                decides.setdefault(attributes[name].attr_name, name)
+    touched = set()
+    for path in action_paths(actions):
+        if path in protected:
+            raise CountingBypassError(f"{protected[path]}: update() cannot change it without bypassing counting. "
+                                      f"Use set_counter() to repair a counter, or wrap a deliberate migration in "
+                                      f"skip_counting()")
+        if path in decides:
+            if not counted:
+                raise bypass_of(model, decides[path])
+            touched.add(decides[path])
+    return frozenset(touched)
+
+
+def bypass_of(model: Type[Model], name: str) -> CountingBypassError:
+    """The refusal of an ``update()`` action on ``name``, an attribute that decides what a counted child counts
+    for, where its counts cannot move with it."""
+    return CountingBypassError(
+        f"{model.__name__}.{name} decides what the child counts for: update() cannot change it here without "
+        f"bypassing counting. Load the child, change the attribute and save() it (one transaction that moves its "
+        f"counts with it), set it to a plain value with update() (SET to a value or REMOVE: the library knows the "
+        f"result and moves the counts), or wrap a deliberate migration in skip_counting()")
+
+
+def action_paths(actions: Sequence[Action]) -> List[str]:
+    """The top-level attribute names (as stored) that ``actions`` write, in order."""
+    paths = []
     for action in actions:
         for value in action.values:
             path = getattr(value, "path", None)
-            if path and path[0].split("[")[0] in protected:
-                raise CountingBypassError(
-                    f"{protected[path[0].split('[')[0]]}: update() cannot change it without bypassing counting. "
-                    f"Load the child, change the attribute and save() it (one transaction that moves its counts "
-                    f"with it), use set_counter() to repair a counter, or wrap a deliberate migration in "
-                    f"skip_counting()")
+            if path and isinstance(value, Path):
+                paths.append(path[0].split("[")[0])
+                break
+    return paths
+
+
+def known_values(model: Type[Model], actions: Sequence[Action]) -> Tuple[Dict[str, Any], FrozenSet[str]]:
+    """What ``actions`` set, where the result is known before sending: a top-level attribute SET to a value, or
+    REMOVEd (``None``), by Python name; and the Python names of the attributes the other actions touch (ADD,
+    DELETE, arithmetic, ``if_not_exists``, list appends, nested paths)."""
+    by_stored = {attribute.attr_name: name for name, attribute in model.get_attributes().items()}
+    known: Dict[str, Any] = {}
+    unknown = set()
+    for action in actions:
+        path_operand = action.values[0]
+        path = getattr(path_operand, "path", None) or [""]
+        name = by_stored.get(path[0].split("[")[0])
+        if name is None:
+            continue
+        top_level = len(path) == 1 and "[" not in path[0]
+        if top_level and isinstance(action, RemoveAction):
+            known[name] = None
+        elif top_level and isinstance(action, SetAction) and type(action.values[1]) is Value:
+            attribute, value = model.get_attributes()[name], action.values[1]
+            known[name] = None if value.attr_type == NULL else attribute.deserialize(attribute.get_value(value.value))
+        else:
+            unknown.add(name)
+    return known, frozenset(unknown)
 
 
 def check_condition(condition: Any) -> None:

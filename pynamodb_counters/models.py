@@ -15,13 +15,21 @@ from ._base import SHARD_COUNT, CountedBase
 from ._compat import ParentKey, key_of, serialize_key
 from ._context import counting_skipped
 from ._items import count_of
-from ._operations import Operation, check_token, delete_operation, remember_stored, save_operation
+from ._operations import (
+    Operation,
+    check_token,
+    delete_operation,
+    remember_stored,
+    save_operation,
+    update_operation,
+)
 from ._pipeline import Refused, commit, policy_for
 from ._reads import read_totals
 from ._requests import (
     check_counters_unchanged,
     discriminator_condition,
     guard_update,
+    known_values,
     parent_save_actions,
     pending_fold,
     pending_fold_message,
@@ -57,12 +65,14 @@ class CounterMixin(CountedBase):
     * ``save()`` creates the child: one TransactWriteItems with the child's Put, guarded by
       ``attribute_not_exists``, and one Update per parent item adding the deltas. It returns a
       :class:`~pynamodb_counters.WriteResult`, or raises :class:`~pynamodb_counters.exceptions.DuplicateChildError`
-      when the child exists (``ignore_duplicate=True`` returns a result with ``duplicate=True`` instead). To
-      change a stored child, use ``update()``.
+      when the child exists (``ignore_duplicate=True`` returns a result with ``duplicate=True`` instead). An
+      instance loaded from the table (or saved before) is an edit: one transaction that writes it and moves its
+      counts from what the stored item counts for to what it counts for now (see :doc:`children`).
     * ``delete()`` is the mirror (``ignore_missing=True`` for a quiet no-op on an absent child). It counts off
       the parents of the *stored* child, whatever the instance holds: an instance edited in memory, or built from
       its key alone, is corrected from the stored item in the same call.
-    * ``update()`` refuses actions on its key and on the attributes its relations read.
+    * ``update()`` refuses actions on its key; setting what its relations read to a value is a counted update,
+      and an action on those whose result is not known before sending is refused.
 
     On a **parent** (a model with :class:`~pynamodb_counters.CounterField` attributes), ``save()`` is an
     UpdateItem that writes every other attribute and never a counter, so likes that landed since the parent was
@@ -134,12 +144,35 @@ class CounterMixin(CountedBase):
                **kwargs: Any) -> Any:
         """PynamoDB's ``update()``, refusing actions that would bypass counting.
 
-        :raises CountingBypassError: an action on a counter, or on a counted child's key or parent-deciding
-          attributes. Nothing is written.
+        On a counted child, actions that set what decides its counts (the attributes its relations read) to a
+        value known before sending (SET to a value, REMOVE) make a counted update: one TransactWriteItems with
+        the Update and the counter deltas between the stored item and the updated one, as an edit's ``save()``
+        (see :doc:`children`). It returns a :class:`~pynamodb_counters.WriteResult`, and the instance then holds
+        what it set (read back with one strongly consistent GetItem when other actions were not known before
+        sending). Any other ``update()`` is PynamoDB's, and returns what PynamoDB's returns.
+
+        :raises CountingBypassError: an action on a counter or on a counted child's key, or one whose result is
+          not known before sending (ADD, arithmetic) on what decides a counted child's counts. Nothing is
+          written.
         """
-        if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
-            guard_update(self, actions)  # type: ignore[arg-type]
-        return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+        model = type(self)
+        if not isinstance(actions, list) or not relations_of(model) or counting_skipped(model):
+            if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
+                guard_update(self, actions)  # type: ignore[arg-type]
+            return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+        retry, token = kwargs.pop("retry", _UNSET), kwargs.pop("token", _UNSET)
+        operation = update_operation(self, actions, condition,  # type: ignore[arg-type]
+                                     **_counted_options(args, kwargs) if args or kwargs else {})
+        if operation.kind != "counted_update":
+            return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+        result = _commit_one(operation, retry, token, None)
+        known, unknown = known_values(model, actions)  # type: ignore[arg-type]
+        if unknown:
+            self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
+        else:
+            for name, value in known.items():
+                setattr(self, name, value)
+        return result
 
     # -- PynamoDB's request helpers (what its TransactWrite calls) ------------------------------------------
     def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:

@@ -297,14 +297,67 @@ def test_a_move_to_a_thread_that_does_not_exist_is_refused_and_nothing_is_writte
     assert snapshot() == before and counts() == (1, 0, 3)
 
 
-def test_update_refuses_what_decides_the_counts_and_names_the_way() -> None:
+def test_update_to_a_known_value_moves_the_counts_in_the_same_transaction(sent: List[Tuple[str, int]]) -> None:
+    thread("t1")
+    thread("t2")
+    message(words=4).save()
+    stored = loaded()
+    sent.clear()
+    result = stored.update(actions=[Message.status.set("published"), Message.title.set("hello")])
+    assert sent == [("TransactWriteItems", 2)] and counts() == (1, 1, 4)
+    assert result.changes == (CounterChange(Thread, ("THREAD#t1", "META"), "published_count", 1, 0),)
+    assert (stored.status, stored.title) == ("published", "hello")
+    stored.update(actions=[Message.thread_id.set("THREAD#t2"), Message.deleted_at.remove()])  # a move
+    assert counts("t1") == (0, 0, 0) and counts("t2") == (1, 1, 4)
+    assert loaded().thread_id == "THREAD#t2"
+
+
+def test_update_of_an_instance_never_loaded_reads_the_stored_child_first() -> None:
     thread()
-    message().save()
+    message(status="published", words=6).save()
+    Message(pk="MSG#1", sk="MSG").update(actions=[Message.deleted_at.set(1764547200)])  # soft delete by key
+    assert counts() == (0, 0, 6)
+
+
+def test_update_of_other_attributes_is_pynamodbs_own() -> None:
+    thread()
+    message(words=2).save()
+    stored = loaded()
+    response = stored.update(actions=[Message.title.set("plain")])
+    assert isinstance(response, dict) and "Attributes" in response  # PynamoDB's UpdateItem response
+    assert counts() == (1, 0, 2) and stored.title == "plain"
+
+
+@pytest.mark.parametrize("action", [lambda: Message.words.add(5), lambda: Message.words.set(Message.words + 5),
+                                    lambda: Message.status.set(Message.title)],
+                         ids=["ADD", "arithmetic", "copy of another attribute"])
+def test_update_refuses_what_it_cannot_know_before_sending_and_names_the_way(action: Any) -> None:
+    thread()
+    message(words=1).save()
     stored = loaded()
     before = snapshot()
     with pytest.raises(CountingBypassError, match=r"save\(\)"):
-        stored.update(actions=[Message.status.set("published")])
+        stored.update(actions=[action()])
     assert snapshot() == before
+
+
+def test_an_update_counts_from_the_stored_state_when_another_writer_changed_it() -> None:
+    thread()
+    message(words=10).save()
+    mine, theirs = loaded(), loaded()
+    theirs.status = "published"
+    theirs.save()
+    mine.update(actions=[Message.words.set(3)])  # computed from draft, 10 words: refused, learned, sent again
+    assert counts() == (1, 1, 3)
+
+
+def test_a_transaction_carries_a_counted_update() -> None:
+    thread()
+    message(1, words=1).save()
+    with CountedTransaction() as transaction:
+        transaction.update(loaded(1), [Message.status.set("published")])
+        transaction.save(message(2, words=2))
+    assert counts() == (2, 1, 3)
 
 
 def test_a_sum_keeps_its_floor_of_zero() -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 import pytest
 
 from pynamodb_counters import counted_by, set_counter, skip_counting
-from pynamodb_counters.exceptions import ConditionFailedError, ConfigurationError, CountingBypassError, ParentKeyError
+from pynamodb_counters.exceptions import (
+    ConditionFailedError,
+    ConfigurationError,
+    CountingBypassError,
+    ParentKeyError,
+    ParentNotFoundError,
+)
 from tests.factories import like, post, snapshot
 from tests.models import Bookmark, Like, Post, User
 
@@ -57,15 +63,20 @@ def test_update_refuses_counters_and_child_keys() -> None:
     assert Like.get("POST#a91f", "LIKE#USER#7c20").liked_at == 5
 
 
-def test_update_refuses_attributes_a_key_function_reads() -> None:
+def test_update_of_an_attribute_a_key_function_reads_moves_the_count_or_is_refused() -> None:
     User(user_id="U1").save()
     post()
     bookmark = Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#U1", user_id="U1")
     bookmark.save()
     before = snapshot()
-    with pytest.raises(CountingBypassError, match="decides the parent"):
-        bookmark.update(actions=[Bookmark.user_id.set("U2")])  # detected by running the key function
+    with pytest.raises(CountingBypassError, match="decides what the child counts for"):
+        bookmark.update(actions=[Bookmark.user_id.set(Bookmark.pk)])  # detected by running the key function
+    with pytest.raises(ParentNotFoundError):
+        bookmark.update(actions=[Bookmark.user_id.set("U2")])  # a known value, but no such user: nothing written
     assert snapshot() == before
+    User(user_id="U2").save()
+    bookmark.update(actions=[Bookmark.user_id.set("U2")])  # the count moves with it, in the same transaction
+    assert (User.get("U1").bookmarks, User.get("U2").bookmarks) == (0, 1)
 
 
 def test_declared_reads_are_protected_too() -> None:
@@ -73,7 +84,7 @@ def test_declared_reads_are_protected_too() -> None:
         tag = counted_by(Post.comment_count, key=lambda t: (t.pk, "META"), reads=["liked_at"])
 
     with pytest.raises(CountingBypassError, match="liked_at"):
-        Tagged(pk="POST#a91f", sk="LIKE#x", liked_at=1).update(actions=[Tagged.liked_at.set(2)])
+        Tagged(pk="POST#a91f", sk="LIKE#x", liked_at=1).update(actions=[Tagged.liked_at.add(2)])
 
 
 def test_batch_write_is_refused_on_counted_models() -> None:
