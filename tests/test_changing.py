@@ -462,3 +462,50 @@ def test_a_move_is_three_actions(sent: List[Tuple[str, int]]) -> None:
     stored.thread_id = "THREAD#t2"
     stored.save()
     assert sent == [("TransactWriteItems", 3)]  # the message, the old thread, the new thread
+
+
+def test_moves_count_three_actions_each_against_the_limit_and_a_transaction_too_large_writes_nothing() -> None:
+    from pynamodb_counters.exceptions import TransactionTooLargeError
+
+    for n in range(34):
+        thread(f"a{n}")
+        thread(f"b{n}")
+        message(n, in_thread=f"a{n}", words=1).save()
+    moved = []
+    for n in range(34):
+        each = loaded(n)
+        each.thread_id = f"THREAD#b{n}"
+        moved.append(each)
+    before = snapshot()
+    with pytest.raises(TransactionTooLargeError, match="102 actions"):
+        with CountedTransaction() as transaction:
+            for each in moved:
+                transaction.save(each)
+    assert snapshot() == before
+    result = bulk_write(saves=moved)  # bulk writes size their chunks with both parents of each move
+    assert [o.status for o in result.outcomes] == ["changed"] * 34 and len(result.results) == 2
+    assert all(counts(f"a{n}") == (0, 0, 0) and counts(f"b{n}") == (1, 0, 1) for n in range(34))
+
+
+def test_a_move_between_parents_in_another_table_and_of_a_child_whose_parent_is_a_child() -> None:
+    from tests.models import Bookmark, Comment, Post, Reply, User
+
+    Post(pk="POST#p", sk="META").save()
+    User(user_id="U1").save()
+    User(user_id="U2").save()
+    Bookmark(pk="POST#p", sk="BOOKMARK#1", user_id="U1").save()
+    mark = Bookmark.get("POST#p", "BOOKMARK#1", consistent_read=True)
+    mark.user_id = "U2"  # the owner relation's parent is in the Users table
+    result = mark.save()
+    assert (User.get("U1").bookmarks, User.get("U2").bookmarks) == (0, 1)
+    assert Post.get("POST#p", "META").bookmark_count == 1  # the post relation did not move: no change for it
+    assert {(c.parent.__name__, c.key, c.delta) for c in result.changes} == {("User", ("U1",), -1),
+                                                                           ("User", ("U2",), 1)}
+    for sk in ("COMMENT#c1", "COMMENT#c2"):
+        Comment(pk="POST#p", sk=sk, text=sk).save()
+    Reply(pk="POST#p", sk="REPLY#1", comment_sk="COMMENT#c1").save()
+    reply = Reply.get("POST#p", "REPLY#1", consistent_read=True)
+    reply.comment_sk = "COMMENT#c2"  # its parent, a comment, is itself a child of the post
+    reply.save()
+    assert [Comment.get("POST#p", sk).reply_count for sk in ("COMMENT#c1", "COMMENT#c2")] == [0, 1]
+    assert Post.get("POST#p", "META").comment_count == 2
