@@ -27,8 +27,9 @@ from .transactions import CountedTransaction
 __all__ = ["run"]
 
 
-def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, Any]:
-    """The README's ``Post`` and ``Like`` models, bound to ``table`` at ``host``."""
+def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, Any, Any]:
+    """The README's ``Post`` and ``Like`` models, and a ``Comment`` that changes (published, moved,
+    soft-deleted), bound to ``table`` at ``host``."""
 
     class Post(CounterMixin, Model):
         class Meta:
@@ -38,6 +39,8 @@ def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, An
         sk = UnicodeAttribute(range_key=True)
         title = UnicodeAttribute(null=True)
         like_tally = CounterField()
+        comment_count = CounterField()
+        published_count = CounterField()
 
         @classmethod
         def audit_filter(cls) -> Any:
@@ -52,10 +55,23 @@ def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, An
         liked_at = NumberAttribute()
         post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
 
-    for model in (Post, Like):
+    class Comment(CounterMixin, Model):
+        class Meta:
+            table_name = table
+
+        pk = UnicodeAttribute(hash_key=True)  # "COMMENT#c1": its own partition, so that it can move
+        sk = UnicodeAttribute(range_key=True)  # "COMMENT"
+        post_id = UnicodeAttribute()
+        status = UnicodeAttribute(default="draft")
+        deleted_at = NumberAttribute(null=True)
+        post = counted_by(Post.comment_count, key=lambda c: (c.post_id, "META"), when=lambda c: c.deleted_at is None)
+        published = counted_by(Post.published_count, key=lambda c: (c.post_id, "META"),
+                               when=lambda c: c.status == "published" and c.deleted_at is None)
+
+    for model in (Post, Like, Comment):
         meta: Any = model.Meta
         meta.host, meta.region = host, region
-    return Post, Like
+    return Post, Like, Comment
 
 
 @contextlib.contextmanager
@@ -75,7 +91,7 @@ def run(endpoint_url: Optional[str] = None, region: str = "us-east-1", table: st
     """Tell the likes story; return the exit code (0 when every step behaved as documented)."""
     backend = embedded_backend() if endpoint_url is None else contextlib.nullcontext()
     with backend:
-        Post, Like = social_models(table, endpoint_url, region)
+        Post, Like, Comment = social_models(table, endpoint_url, region)
         if not Post.exists():
             Post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         post_id = f"POST#{uuid.uuid4().hex[:4]}"
@@ -110,7 +126,35 @@ def run(endpoint_url: Optional[str] = None, region: str = "us-east-1", table: st
         out(f"read back with one GetItem: like_tally = {stored.like_tally}; like items = {children}")
         out("cost: a like or an unlike writes two items transactionally, about 4 WCU")
         exact = stored.like_tally == children == 2
-        return 0 if exact and reconcile_story(Post, Like, post_id, out) else 1
+        changing = comments_story(Post, Comment, post_id, out)
+        return 0 if exact and changing and reconcile_story(Post, Like, post_id, out) else 1
+
+
+def comments_story(Post: Any, Comment: Any, post_id: str, out: Callable[[str], Any]) -> bool:
+    """A comment that changes: published, moved to another post, soft-deleted; the counts follow each time."""
+    other = f"POST#{uuid.uuid4().hex[:4]}"
+    Post(pk=other, sk="META", title="Another post").save()
+    comment_id = f"COMMENT#{uuid.uuid4().hex[:4]}"
+
+    def counts() -> str:
+        posts = [Post.get(key, "META", consistent_read=True) for key in (post_id, other)]
+        return ", ".join(f"{post.comment_count}/{post.published_count}" for post in posts)
+
+    out(f"comments that change (comments/published on {post_id}, {other}):")
+    Comment(pk=comment_id, sk="COMMENT", post_id=post_id).save()
+    out(f"  a draft on {post_id}: {counts()}")
+    comment = Comment.get(comment_id, "COMMENT", consistent_read=True)
+    comment.status = "published"
+    published = comment.save()
+    out(f"  published (load, change, save(): {len(published.changes)} change, one transaction): {counts()}")
+    comment.post_id = other
+    moved = comment.save()
+    out(f"  moved to {other} ({len(moved.changes)} changes, one transaction of 3 actions): {counts()}")
+    comment.deleted_at = 1750636800
+    comment.save()
+    out(f"  soft-deleted: {counts()}")
+    final = [Post.get(key, "META", consistent_read=True) for key in (post_id, other)]
+    return [(p.comment_count, p.published_count) for p in final] == [(0, 0), (0, 0)] and len(moved.changes) == 4
 
 
 def reconcile_story(Post: Any, Like: Any, post_id: str, out: Callable[[str], Any]) -> bool:
