@@ -44,7 +44,7 @@ from .exceptions import (
 )
 from .signals import child_added, child_changed, child_removed, duplicate_rejected, missing_rejected, send_safely
 
-__all__ = ["Refused", "commit", "policy_for", "read_key_only_deletes"]
+__all__ = ["Refused", "commit", "policy_for", "read_unknown_states"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
            on_request: Optional[Callable[[], None]] = None) -> Union[WriteResult, Refused]:
     """Commit ``operations`` as one TransactWriteItems.
 
-    A counted delete of an instance that cannot name its parents is counted from the stored child (one strongly
-    consistent GetItem). A delete refused because its stored child decides its parents otherwise is counted
+    A counted delete of an instance that cannot name its parents, or a counted update of an instance never loaded,
+    is counted from the stored child (one strongly consistent GetItem). A delete refused because its stored child decides its parents otherwise is counted
     again from the child the refusal returned, and sent as a new request (derived token), within ``policy``. A
     refusal naming a missing shard item of a parent stored before its counter was sharded creates the shard items
     and sends the same request again, once.
@@ -82,7 +82,7 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
     :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
     """
     policy = policy or DEFAULT_RETRY_POLICY
-    read_key_only_deletes(operations)
+    read_unknown_states(operations)
     shards_created = False
     attempt = 0
     while True:
@@ -123,11 +123,14 @@ def _relearn(op: Operation, stored: Any) -> None:
             prepare_update(op)
 
 
-def read_key_only_deletes(operations: Sequence[Operation]) -> None:
-    """A counted delete of an instance that cannot name its parents (built from its key alone) reads the stored
-    child (one strongly consistent GetItem) and counts from it.
+def read_unknown_states(operations: Sequence[Operation]) -> None:
+    """Read the stored child (one strongly consistent GetItem) where a counted write needs it and does not know
+    it: a delete of an instance that cannot name its parents (built from its key alone), an update of an
+    instance never loaded. The write then counts from it.
 
     :raises MissingChildError: no such child (``missing_rejected`` is sent); nothing was written.
+    :raises CountingBypassError: an update action whose result is not known before sending, on what decides
+      the stored child's counts.
     """
     for op in operations:
         if op.kind == "counted_delete" and op.basis is None:
