@@ -2,7 +2,7 @@
 The commit pipeline: the one path by which every counted write reaches DynamoDB, for ``save()`` and
 ``delete()``, :class:`~pynamodb_counters.CountedTransaction` and bulk writes alike.
 
-:func:`commit` reads what a key-only delete needs, plans (``plan``), sends with
+:func:`commit` reads what a key-only delete or an update needs, plans (``plan``), sends with
 retries (``send``), reads the refusals
 (:mod:`~pynamodb_counters._outcomes`), recovers what can be recovered in the same call (a delete counted off
 parents its stored child no longer names; a parent stored before its counter was sharded), reports
@@ -69,16 +69,18 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
            on_request: Optional[Callable[[], None]] = None) -> Union[WriteResult, Refused]:
     """Commit ``operations`` as one TransactWriteItems.
 
-    A counted delete of an instance that cannot name its parents, or a counted update of an instance never loaded,
-    is counted from the stored child (one strongly consistent GetItem). A delete refused because its stored child decides its parents otherwise is counted
-    again from the child the refusal returned, and sent as a new request (derived token), within ``policy``. A
-    refusal naming a missing shard item of a parent stored before its counter was sharded creates the shard items
-    and sends the same request again, once.
+    A counted delete of an instance that cannot name its parents, or a counted update of an instance never
+    loaded, is counted from the stored child (one strongly consistent GetItem). An edit, update or delete refused
+    because its stored child counts otherwise than the state its deltas came from is counted again from the child
+    the refusal returned (an edit of a child deleted meanwhile, as new), and sent as a new request (derived
+    token), within ``policy``. A refusal naming a missing shard item of a parent stored before its counter was
+    sharded creates the shard items and sends the same request again, once.
 
     :param on_request: called once per request made, whatever its outcome (see
       ``send``).
     :returns: the result of the committed write, or the :class:`Refused` plan.
-    :raises MissingChildError: a key-only delete of a child that does not exist; nothing was written.
+    :raises MissingChildError: a key-only delete, or an update of an instance never loaded, of a child that does
+      not exist; nothing was written.
     :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
     """
     policy = policy or DEFAULT_RETRY_POLICY
