@@ -172,11 +172,13 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
         if slot.instance is not None and slot.model._version_attribute_name and (
                 "Put" in item or slot.kind == "edit"):
             slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
+    for item, slot in zip(plan.items, plan.slots):
+        if slot.kind in ("put", "edit", "delete"):  # what the child is stored as now: what a later edit counts from
+            assert slot.instance is not None
+            stored_as = slot.state if slot.state is not None else slot.instance
+            remember_stored(slot.instance, None if slot.kind == "delete" else item["Put"]["Item"] if "Put" in item
+                            else stored_as.serialize(null_check=False))
     for slot in children:
-        assert slot.instance is not None
-        # what the child is stored as now: the state a later edit or delete counts from
-        stored_as = slot.state if slot.state is not None else slot.instance
-        remember_stored(slot.instance, None if slot.kind == "delete" else stored_as.serialize(null_check=False))
         for signal, changes in ((child_removed, slot.removed), (child_added, slot.added),
                                 (child_changed, slot.changed)):
             if changes:
