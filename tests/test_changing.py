@@ -509,3 +509,22 @@ def test_a_move_between_parents_in_another_table_and_of_a_child_whose_parent_is_
     reply.save()
     assert [Comment.get("POST#p", sk).reply_count for sk in ("COMMENT#c1", "COMMENT#c2")] == [0, 1]
     assert Post.get("POST#p", "META").comment_count == 2
+
+
+def test_repair_of_conditional_and_sum_counters_sets_what_the_children_add_up_to() -> None:
+    from pynamodb_counters import repair
+
+    thread()
+    for n, value in enumerate((1, 1, -1, 1)):
+        Vote(pk="THREAD#t1", sk=f"VOTE#USER#{n}", value=value).save()
+    message(1, status="published", words=7).save()
+    message(2, words=5, deleted_at=1).save()
+    Thread._get_connection().update_item("THREAD#t1", range_key="META", actions=[
+        Thread.score.set(9), Thread.upvotes.set(0), Thread.published_count.set(4), Thread.word_total.set(1)])
+    parents = [("THREAD#t1", "META")]
+    for counter, actual in ((Thread.score, 2), (Thread.upvotes, 3), (Thread.published_count, 1),
+                            (Thread.word_total, 12)):
+        report = audit(counter, parents=parents)
+        assert [drift.actual for drift in report.drifts] == [actual], counter
+        assert [r.status for r in repair(report.drifts).repairs] == ["repaired"]
+        assert audit(counter, parents=parents).drifts == ()
