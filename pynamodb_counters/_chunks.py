@@ -4,8 +4,9 @@ actions, children of the same parents together so that their deltas merge into o
 """
 from __future__ import annotations
 
-from typing import AbstractSet, List, Sequence, Set, Tuple, Type
+from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple, Type
 
+from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
 from ._compat import key_of
@@ -14,7 +15,7 @@ from ._planner import count
 from ._plans import ItemId
 from ._requests import item_id
 from ._shards import shard_key
-from ._spec import relations_of, shard_count
+from ._spec import counters_of, relations_of, shard_count
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 
 __all__ = ["Entry", "plan_chunks"]
@@ -31,7 +32,7 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
 
     :raises TransactionTooLargeError: a child whose actions alone exceed ``max_actions``.
     """
-    numbered: List[Tuple[Tuple[ItemId, ...], int, Entry]] = []
+    numbered: List[Tuple[Tuple[ItemId, ...], int, FrozenSet[ItemId], Entry]] = []
     seen: Set[ItemId] = set()
     for position, (operation, child) in enumerate(operations):
         if position in skip:
@@ -44,26 +45,32 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
         seen.add(own)
-        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for _, c in count(op)}, key=repr))
+        changes = [change for _, change in count(op)]
+        parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for c in changes}, key=repr))
+        # a limit held by the parent takes one increment per transaction: such a parent is never shared in a chunk
+        single = frozenset(item_id(c.parent, c.key) for c in changes
+                           if c.delta > 0 and isinstance(counters_of(c.parent)[c.attribute].limit, Attribute))
         size = _own_actions(model)
         if size + len(parents) > max_actions:
             raise TransactionTooLargeError(
                 f"{model.__name__} {own[1:]} needs {size + len(parents)} actions ({size} of its own, its shard "
                 f"items included, and {len(parents)} parent updates); a transaction here carries at most "
                 f"{max_actions}. Nothing was sent")
-        numbered.append((parents, size, (position, operation, child)))
+        numbered.append((parents, size, single, (position, operation, child)))
     numbered.sort(key=lambda entry: repr(entry[0]))
     chunks: List[List[Entry]] = []
     chunk: List[Entry] = []
     chunk_parents: Set[ItemId] = set()
+    chunk_single: Set[ItemId] = set()
     actions = 0
-    for parents, size, entry in numbered:
+    for parents, size, single, entry in numbered:
         new = chunk_parents | set(parents)
-        if chunk and actions + size + len(new) > max_actions:
+        if chunk and (actions + size + len(new) > max_actions or single & chunk_single):
             chunks.append(chunk)
-            chunk, new, actions = [], set(parents), 0
+            chunk, new, actions, chunk_single = [], set(parents), 0, set()
         chunk.append(entry)
         chunk_parents = new
+        chunk_single |= single
         actions += size
     if chunk:
         chunks.append(chunk)

@@ -20,13 +20,14 @@ from ._operations import Operation
 from ._plans import Plan, Sent, Slot
 from ._requests import deciding, pending_fold_message
 from ._retries import RETRYABLE_REASONS
-from ._spec import relations_of, shard_count
+from ._spec import counters_of, relations_of, shard_count
 from .exceptions import (
     ChildValueError,
     ConditionFailedError,
     CounterError,
     CounterUnderflowError,
     DuplicateChildError,
+    LimitExceededError,
     MissingChildError,
     ParentKeyError,
     ParentNotFoundError,
@@ -41,7 +42,7 @@ _CHECK_FAILED = "ConditionalCheckFailed"
 # underflow: deleting an absent like of a post whose counter drifted to 0 flags both, and the floor only failed
 # because of the decrement that the missing child would have made.
 _PRIORITY = (TransactionError, ParentNotFoundError, DuplicateChildError, MissingChildError,
-             CounterUnderflowError, ConditionFailedError)
+             LimitExceededError, CounterUnderflowError, ConditionFailedError)
 
 
 def most_fundamental(errors: Sequence[CounterError]) -> CounterError:
@@ -161,6 +162,16 @@ def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: 
                 f"below zero: the counter has drifted. Recount its children and repair it with set_counter(). "
                 f"Nothing was written", sent.error,
                 attribute=name, stored=count, **common)
+        counter = counters_of(model)[name]
+        limit: Any = counter.limit
+        if delta > 0 and limit is not None:
+            if not isinstance(limit, int):  # held by the parent, as stored
+                limit = stored_of(item, limit.attr_name)
+            if limit is not None and (count or 0) + delta > limit:
+                return LimitExceededError(
+                    f"{model.__name__} {slot.key!r} is full: {name} holds {count or 0}, its limit is {limit}, so "
+                    f"adding {delta} would pass it. Nothing was written", sent.error,
+                    attribute=name, limit=limit, stored=count or 0, **common)
     return ConditionFailedError(f"the condition on parent {where} was not met", sent.error, **common)
 
 

@@ -12,7 +12,7 @@ write raises its most fundamental error, a bulk write drops the refused children
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Union
 
 from pynamodb.exceptions import PynamoDBException
 
@@ -38,11 +38,20 @@ from .exceptions import (
     CountedWriteError,
     CounterError,
     DuplicateChildError,
+    LimitExceededError,
     MissingChildError,
     ParentNotFoundError,
     TransactionError,
 )
-from .signals import child_added, child_changed, child_removed, duplicate_rejected, missing_rejected, send_safely
+from .signals import (
+    child_added,
+    child_changed,
+    child_removed,
+    duplicate_rejected,
+    limit_rejected,
+    missing_rejected,
+    send_safely,
+)
 
 __all__ = ["Refused", "commit", "policy_for", "read_unknown_states"]
 
@@ -62,6 +71,15 @@ class Refused:
     def error(self) -> CounterError:
         """The error a single write raises: the most fundamental refusal."""
         return most_fundamental([error for _, error in self.refused])
+
+    def raise_error(self) -> NoReturn:
+        """Raise :attr:`error` as a single write or a transaction does, sending ``limit_rejected`` first for each
+        child of the refused write that adds to a full parent (the whole write is refused)."""
+        error = self.error
+        if isinstance(error, LimitExceededError):
+            for slot in _counted_into(self.plan, error):
+                send_safely(limit_rejected, slot.model, instance=slot.instance, error=error)
+        raise error
 
 
 def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPolicy] = None, *,
@@ -188,12 +206,22 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
 
 
 def signal_refusals(plan: Plan, errors: Sequence[CounterError]) -> None:
-    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``errors``."""
+    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``errors``
+    (``limit_rejected`` waits for the caller to know which children the limit refuses: all of a single write's,
+    only those beyond the room in a bulk write)."""
     for error in errors:
         if isinstance(error, DuplicateChildError):
             send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
         elif isinstance(error, MissingChildError):
             send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
+
+
+
+def _counted_into(plan: Plan, error: CountedWriteError) -> List[Slot]:
+    """The child slots whose changes add to the parent ``error`` names."""
+    return [slot for slot in plan.children
+            if any(change.parent is error.model and change.key == error.key and change.delta > 0
+                   for change in slot.changes)]
 
 
 def _instance(plan: Plan, error: CountedWriteError) -> Any:

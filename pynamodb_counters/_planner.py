@@ -36,6 +36,7 @@ from ._requests import (
     pynamodb_view,
     serialized_key_request,
     unchanged,
+    within_limit,
 )
 from ._results import CounterChange
 from ._shards import shard_key
@@ -255,6 +256,8 @@ def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> T
             # the floor of zero, lifted while the parent records shards its model no longer declares: until
             # reshard() folds them in, the parent item holds only part of a formerly sharded counter
             condition &= (attributes[name] >= -delta) | (SHARD_COUNT > shard_count(model))
+        if delta > 0 and counters_of(model)[name].limit is not None:
+            condition &= within_limit(counters_of(model)[name], delta)
     if merged is not None:
         if merged.condition is not None:
             condition &= merged.condition

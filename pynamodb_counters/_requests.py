@@ -23,7 +23,7 @@ from ._plans import ItemId
 from ._shards import shard_key
 from ._spec import counters_of, relations_of
 from .attributes import CounterField, loaded_counters
-from .exceptions import CountingBypassError, InvalidArgumentError
+from .exceptions import CountingBypassError, InvalidArgumentError, InvalidTransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -32,7 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_unchanged", "deciding",
            "discriminator_condition", "guard_update", "item_id", "key_request", "known_values", "parent_condition",
            "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view", "reshape_requests",
-           "sequence_unchanged", "serialized_key_request", "shard_request", "total_requests", "unchanged"]
+           "sequence_unchanged", "serialized_key_request", "shard_request", "total_requests", "unchanged",
+           "within_limit"]
 
 
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
@@ -71,6 +72,28 @@ def discriminator_condition(model: Type[Model]) -> Optional[Condition]:
     attribute = discriminator_of(model)
     classes = attribute.get_registered_subclasses(model) if attribute is not None else []
     return attribute.is_in(*classes) if attribute is not None and classes else None
+
+
+def within_limit(counter: CounterField, delta: int) -> Condition:
+    """The condition that adding ``delta`` (at least 1) keeps ``counter`` within its limit, as stored: for a whole
+    number limit ``L``, the counter holds at most ``L - delta``; for a limit held by the parent's attribute ``A``,
+    the counter is below ``A`` (a parent without ``A`` has no limit). A condition cannot add, so a per-item limit
+    takes one increment per transaction.
+
+    :raises InvalidTransactionError: ``delta`` above 1 on a counter whose limit is an attribute.
+    """
+    limit = counter.limit
+    if isinstance(limit, int):
+        room: Condition = counter <= limit - delta
+        return counter.does_not_exist() | room if limit >= delta else room
+    assert limit is not None
+    if delta > 1:
+        raise InvalidTransactionError(
+            f"{counter!r} has a limit held by {limit.attr_name}: one transaction may add at most 1 to it (a DynamoDB "
+            f"condition compares, it cannot add), and this one adds {delta}. Send the children in separate "
+            f"transactions (bulk writes do). Nothing was sent")
+    below: Condition = limit.does_not_exist() | (counter < limit) | (counter.does_not_exist() & (limit >= 1))
+    return below
 
 
 def sequence_unchanged(item: Optional[Dict[str, Any]]) -> Condition:

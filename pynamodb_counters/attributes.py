@@ -47,23 +47,41 @@ class CounterField(Attribute[int]):
     (see :doc:`sharding`), for parents too hot for one partition. Then ``post.like_tally`` is only the
     parent item's own share (shard 0); read the total with :meth:`total` (one BatchGetItem).
 
+    **Limited** (``CounterField(limit=50)``), a write that would take the counter past its limit is refused as a
+    whole, exactly (see :doc:`limits`). The limit is a whole number, or the parent's own attribute holding it
+    (``limit=max_players`` in the class body, or ``limit=lambda game: game.max_players``), read from the stored
+    item in the write's condition.
+
     :param attr_name: the attribute name in DynamoDB, if it differs from the Python name.
     :param shards: how many items hold the counter, from 1 (the default: the parent item alone) to
       :data:`~pynamodb_counters.MAX_SHARDS`.
-    :raises ConfigurationError: ``shards`` is not a whole number in that range.
+    :param limit: the most the counter may hold: a whole number, a number attribute of the parent, or a function
+      of the parent returning one of its number attributes.
+    :raises ConfigurationError: ``shards`` is not a whole number in that range, ``limit`` is not one of those,
+      or a limited counter is sharded (its count must be on one item for the condition to see it).
     """
 
     attr_type = NUMBER
     null = False
 
-    def __init__(self, attr_name: Optional[str] = None, *, shards: int = 1) -> None:
+    def __init__(self, attr_name: Optional[str] = None, *, shards: int = 1, limit: Any = None) -> None:
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
             raise ConfigurationError(f"CounterField(shards={shards!r}): shards is a whole number from 1 (unsharded) "
                                      f"to {MAX_SHARDS}")
+        if limit is not None and not (isinstance(limit, Attribute) or callable(limit) or (
+                isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0)):
+            raise ConfigurationError(f"CounterField(limit={limit!r}): a limit is a whole number of at least 0, a "
+                                     f"number attribute of the parent, or a function of the parent returning one")
+        if limit is not None and shards > 1:
+            raise ConfigurationError(f"CounterField(shards={shards}, limit=...): a limited counter cannot be "
+                                     f"sharded: its condition must see the whole count on one item, and a sharded "
+                                     f"count is spread over {shards}")
         super().__init__(default=0, attr_name=attr_name)
         self.model: Optional[Type[Any]] = None
         self.name: Optional[str] = None
         self.shards = shards
+        self._limit = limit
+        self._limit_attribute: Optional[Attribute[Any]] = None
         self._feeders: List[Any] = []  # the relations declared so far that count into it, in declaration order
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
@@ -133,6 +151,27 @@ class CounterField(Attribute[int]):
         totals: Dict[Tuple[Any, ...], int] = self._owner()._counter_totals(self, parents, consistent_read, True)
         return totals
 
+    @property
+    def limit(self) -> Union[None, int, Attribute[Any]]:
+        """The most the counter may hold: ``None`` (no limit), a whole number, or the parent's number attribute
+        that holds it (read from the stored item in each write's condition; a parent without it has no limit).
+
+        :raises ConfigurationError: a function limit that does not return one of the parent's number attributes.
+        """
+        limit = self._limit
+        if limit is None or isinstance(limit, int):
+            return limit
+        if self._limit_attribute is None:
+            owner = self._owner()
+            found = limit if isinstance(limit, Attribute) else limit(_AttributeFinder(owner))
+            if not isinstance(found, Attribute) or found.attr_type != NUMBER or isinstance(found, CounterField) or \
+                    all(found is not attribute for attribute in owner.get_attributes().values()):
+                raise ConfigurationError(f"{self!r}: limit= must be one number attribute of the parent (not a "
+                                         f"counter), such as limit=max_players in the class body or lambda game: "
+                                         f"game.max_players; got {found!r}")
+            self._limit_attribute = found
+        return self._limit_attribute
+
     def _owner(self) -> Any:
         """The model that declares this counter: it reads totals (the declaration itself does no I/O)."""
         if self.model is None:
@@ -148,3 +187,19 @@ def loaded_counters(instance: Any) -> Dict[str, Any]:
     """The counter values last loaded into ``instance`` from DynamoDB, by Python name (none on a new instance)."""
     snapshot = instance.__dict__.get(_LOADED)
     return snapshot[1] if snapshot is not None and snapshot[0] is instance.attribute_values else {}
+
+
+class _AttributeFinder:
+    """Stands in for a parent: reading an attribute gives the model's attribute itself, so that a limit function
+    names the attribute that holds the limit."""
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        attributes = self._model.get_attributes()
+        if name not in attributes:
+            raise AttributeError(f"{self._model.__name__} has no attribute {name!r}")
+        return attributes[name]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.models import Model
 
@@ -41,7 +41,7 @@ from ._planner import MAX_ACTIONS, plan
 from ._plans import Slot
 from ._reads import stored_child
 from ._results import WriteResult
-from ._retries import RetryPolicy
+from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._spec import relations_of
 from .exceptions import (
     BulkWriteError,
@@ -49,9 +49,11 @@ from .exceptions import (
     CounterError,
     CounterUnderflowError,
     InvalidArgumentError,
+    LimitExceededError,
     MissingChildError,
     TransactionTooLargeError,
 )
+from .signals import limit_rejected, send_safely
 
 __all__ = ["BulkResult", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
 
@@ -254,6 +256,7 @@ def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Pr
     new transaction, until it commits. Every child's outcome goes to ``progress``; a :class:`CounterError` fails
     the children still pending."""
     pending = list(chunk)
+    full_rounds = 0
     while pending:
         operations = _operations(pending)
         try:
@@ -269,6 +272,10 @@ def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Pr
                 progress.decide([entry], status)
             return
         blamed = _blame(pending, operations, outcome)
+        if not blamed and full_rounds < (policy_for(operations, retry) or DEFAULT_RETRY_POLICY).max_attempts and \
+                all(isinstance(error, LimitExceededError) for _, error in outcome.refused):
+            full_rounds += 1  # every child fits the room now stored: the parent changed meanwhile, send again
+            continue
         if not blamed:  # nothing to drop: the refusal is not any child's
             progress.decide(pending, "failed", outcome.error)
             return
@@ -276,6 +283,8 @@ def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Pr
             if entry[0] in blamed:
                 error = blamed[entry[0]]
                 progress.decide([entry], "rejected" if isinstance(error, CountedWriteError) else "failed", error)
+                if isinstance(error, LimitExceededError):
+                    send_safely(limit_rejected, type(entry[2]), instance=entry[2], error=error)
         pending = [entry for entry in pending if entry[0] not in blamed]
 
 
@@ -285,7 +294,11 @@ def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) 
 
     A parent's failed floor is not blamed on its other children when one of its children was found missing in
     the same round: that child's decrement, never to be applied, may be all that failed the floor (the rest are
-    sent again, and a real underflow shows again then)."""
+    sent again, and a real underflow shows again then).
+
+    A limit is admission control, exactly: of the children adding to a full (or nearly full) parent, those that
+    fit in the room the stored count leaves are kept, in input order, and only the others are refused
+    (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
     def counted_into(slot: Slot, op: Operation) -> bool:
         return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard for c in op.changes)
 
@@ -302,7 +315,26 @@ def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) 
             continue
         if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op) for op in missing):
             continue
+        admitted = _admitted(slot, error, pending, operations) if isinstance(error, LimitExceededError) else set()
         for (n, _, _), op in zip(pending, operations):
-            if counted_into(slot, op):
+            if counted_into(slot, op) and n not in admitted:
                 errors.setdefault(n, []).append(error)
     return {n: most_fundamental(found) for n, found in errors.items()}
+
+
+def _admitted(slot: Slot, error: LimitExceededError, pending: List[Entry], operations: List[Operation]) -> Set[int]:
+    """The children, by input position, that fit in the room a limited parent has: every child taking from the
+    counter, and, in input order, each one adding to it while the room (the limit, less the stored count, plus
+    what the others take) lasts."""
+    def delta(op: Operation) -> int:
+        return sum(c.delta for c in op.changes
+                   if c.parent is slot.model and c.key == slot.key and c.attribute == error.attribute)
+
+    room = error.limit - error.stored - sum(delta(op) for op in operations if delta(op) < 0)
+    admitted = set()
+    for (n, _, _), op in zip(pending, operations):
+        change = delta(op)
+        if change <= 0 or change <= room:
+            admitted.add(n)
+            room -= max(change, 0)
+    return admitted

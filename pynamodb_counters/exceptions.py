@@ -19,6 +19,7 @@ Every error derives from :class:`CounterError`. The hierarchy::
      |    +-- MissingChildError        the child to delete does not exist
      |    +-- ParentNotFoundError      the parent item does not exist (or is another model)
      |    +-- CounterUnderflowError    the decrement would take the counter below zero
+     |    +-- LimitExceededError       the increment would take a limited counter past its limit
      |    +-- ConditionFailedError     the caller's ``condition`` or version check failed
      +-- TransactionError          DynamoDB rejected the request for another reason (validation, table missing,
      |    |                        access denied); nothing was written
@@ -56,6 +57,7 @@ __all__ = [
     "IdempotencyMismatchError",
     "InvalidArgumentError",
     "InvalidTransactionError",
+    "LimitExceededError",
     "MissingChildError",
     "ParentKeyError",
     "ParentNotFoundError",
@@ -256,6 +258,25 @@ class CounterUnderflowError(CountedWriteError):
                  attribute: str = "", stored: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(msg, cause, **kwargs)
         self.attribute = attribute
+        self.stored = stored
+
+
+class LimitExceededError(CountedWriteError):
+    """The increment would take a limited counter past its limit (``CounterField(limit=...)``); nothing was
+    written.
+
+    :ivar attribute: the counter's Python attribute name.
+    :ivar limit: the limit, as the condition saw it (read from the stored parent where the parent holds it).
+    :ivar stored: the count the parent held.
+    """
+
+    msg = "counter limit reached"
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
+                 attribute: str = "", limit: Any = None, stored: Any = None, **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.attribute = attribute
+        self.limit = limit
         self.stored = stored
 
 

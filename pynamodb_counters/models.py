@@ -298,11 +298,10 @@ def _commit_one(operation: Operation, retry: Any, token: Any,
         raise
     if not isinstance(outcome, Refused):
         return outcome
-    error = outcome.error
-    if quiet is not None and isinstance(error, quiet):
+    if quiet is not None and isinstance(outcome.error, quiet):
         return WriteResult(token=outcome.plan.token, duplicate=quiet is DuplicateChildError,
                            missing=quiet is MissingChildError)
-    raise error
+    outcome.raise_error()
 
 
 def _bypass(instance: Any, operation: str, why: str) -> CountingBypassError:

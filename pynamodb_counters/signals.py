@@ -25,7 +25,7 @@ from typing import Any
 from blinker import NamedSignal, Namespace
 
 __all__ = ["child_added", "child_changed", "child_removed", "counter_repaired", "duplicate_rejected",
-           "missing_rejected", "send_safely"]
+           "limit_rejected", "missing_rejected", "send_safely"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,16 @@ duplicates.
 :param instance: the child that was not saved.
 :param error: the :class:`~pynamodb_counters.exceptions.DuplicateChildError`; ``error.item`` is the stored item
   where DynamoDB returned it.
+""")
+
+limit_rejected = _signals.signal("limit-rejected", doc="""\
+A counted write was refused because it would take a limited counter past its limit
+(``CounterField(limit=...)``): nothing was written.
+
+:sender: the child model class.
+:param instance: the child that was not written.
+:param error: the :class:`~pynamodb_counters.exceptions.LimitExceededError` (``attribute``, ``limit``,
+  ``stored``).
 """)
 
 missing_rejected = _signals.signal("missing-rejected", doc="""\

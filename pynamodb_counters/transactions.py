@@ -125,7 +125,7 @@ class CountedTransaction:
                          return_consumed_capacity=self.return_consumed_capacity)
         if isinstance(outcome, Refused):
             self.token = outcome.plan.token
-            raise outcome.error
+            outcome.raise_error()
         self.result = outcome
         self.token = outcome.token
         return outcome

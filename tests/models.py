@@ -250,8 +250,62 @@ class Vote(CounterMixin, Model):
     upvote = counted_by(Thread.upvotes, key=lambda v: (v.pk, "META"), when=lambda v: v.value > 0, prefix="VOTE#")
 
 
+class Game(CounterMixin, Model):
+    """A parent whose counters admit or refuse: a fixed limit, and the game's own limit as stored."""
+
+    class Meta:
+        table_name = "Games"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "GAME#g1"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    max_players = NumberAttribute(null=True)
+    players = CounterField(limit=3)  # a fixed limit
+    seated = CounterField(limit=max_players)  # the game's own limit, read from the stored item
+    spectators = CounterField(limit=lambda game: game.max_players)  # the same, named by a function
+
+
+class Player(CounterMixin, Model):
+    """A child in its game's partition, counted against the fixed limit."""
+
+    class Meta:
+        table_name = "Games"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # the game's "GAME#g1"
+    sk = UnicodeAttribute(range_key=True)  # "PLAYER#u1"
+    game = counted_by(Game.players, key=lambda p: (p.pk, "META"), prefix="PLAYER#")
+
+
+class Seat(CounterMixin, Model):
+    """A child in its own partition, counted against its game's stored limit; it can move between games."""
+
+    class Meta:
+        table_name = "Games"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "SEAT#u1"
+    sk = UnicodeAttribute(range_key=True)  # "SEAT"
+    game_id = UnicodeAttribute()
+    game = counted_by(Game.seated, key=lambda s: (s.game_id, "META"), children=lambda key: seats_of(key[0]))
+
+
+def seats_of(game: str) -> int:
+    return sum(1 for _ in Seat.scan(Seat.game_id == game, consistent_read=True))
+
+
+class Spectator(CounterMixin, Model):
+    class Meta:
+        table_name = "Games"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # the game's "GAME#g1"
+    sk = UnicodeAttribute(range_key=True)  # "WATCH#u1"
+    game = counted_by(Game.spectators, key=lambda s: (s.pk, "META"), prefix="WATCH#")
+
+
 #: one model per table, to create them
-TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread)
+TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread, Game)
 #: every model, to point them at an engine
 ALL_MODELS = (Post, User, Like, Bookmark, Comment, Reply, Entity, Board, Card, Doc, Edit, Video, VideoItem, View,
-              Fan, Report, Thread, Message, Vote)
+              Fan, Report, Thread, Message, Vote, Game, Player, Seat, Spectator)
