@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from ._compat import key_of
 from ._context import counting_skipped
@@ -52,6 +52,9 @@ class Operation:
     :ivar basis: the stored state a counted edit, update or delete counts from: the item the instance was loaded
       from (or last saved as), or what a read or a refusal taught.
     :ivar after: a counted update's new state: :attr:`basis` with the actions applied.
+    :ivar counted: the planner's changes, each with its relation.
+    :ivar gone_parents: the rollups (parent model, key) found gone: their decrements are not sent.
+    :ivar gone: the changes not sent because their rollup was gone.
     """
 
     kind: str
@@ -69,6 +72,9 @@ class Operation:
     added: Tuple[CounterChange, ...] = ()
     changed: Tuple[CounterChange, ...] = ()
     after: Optional[Model] = None
+    counted: List[Tuple[Any, CounterChange]] = field(default_factory=list)
+    gone_parents: Set[Tuple[Any, Tuple[Any, ...]]] = field(default_factory=set)
+    gone: Tuple[CounterChange, ...] = ()
 
     @property
     def counted_state(self) -> Optional[Model]:

@@ -122,6 +122,10 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
                 _relearn(operations[index], stored)
             token = next_token(token)
             continue
+        gone = _gone_rollups(refused, operations) if attempt < policy.max_attempts else False
+        if gone:  # rollups that expired: the child goes without their decrements, as a new request
+            token = next_token(token)
+            continue
         errors = [error for _, error in refused]
         signal_refusals(planned, errors)
         refusal = most_fundamental(errors)
@@ -130,6 +134,23 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
             shards_created = True  # the refused attempt wrote nothing: the same request again, now they exist
             continue
         return Refused(planned, refused)
+
+
+def _gone_rollups(refused: List[Tuple[Slot, CounterError]], operations: Sequence[Operation]) -> bool:
+    """Mark, on the operations, the rollup parents a refusal found gone that only the decrements of relations
+    creating their parents (``create_parent=True``) feed: a decrement never creates a parent, and the child may go
+    without it. ``False`` when there is none (the refusal stands)."""
+    marked = False
+    for slot, error in refused:
+        if slot.kind != "parent" or slot.shard or not isinstance(error, ParentNotFoundError):
+            continue
+        feeding = [(op, relation, change) for op in operations for relation, change in op.counted
+                   if change.parent is slot.model and change.key == slot.key]
+        if feeding and all(relation.create_parent and change.delta < 0 for _, relation, change in feeding):
+            for op, _, _ in feeding:
+                op.gone_parents.add((slot.model, slot.key))
+            marked = True
+    return marked
 
 
 def _relearn(op: Operation, stored: Any) -> None:
@@ -185,6 +206,7 @@ def finish(plan: Plan, sent: Sent) -> WriteResult:
         attempts=sent.attempts,
         recovered=sent.response is None,
         uncertain=sent.response is None and not proven(plan, sent),
+        rollups_gone=tuple(change for slot in children for change in slot.gone),
     )
     for item, slot in zip(plan.items, plan.slots):
         if slot.instance is not None and slot.model._version_attribute_name and (

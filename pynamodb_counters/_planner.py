@@ -25,7 +25,7 @@ from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
 from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID, WRITTEN_BY
-from ._compat import key_attributes, version_condition
+from ._compat import discriminator_of, key_attributes, version_condition
 from ._operations import Operation
 from ._plans import ItemId, Plan, Slot
 from ._requests import (
@@ -73,6 +73,11 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
                 slot = parents.setdefault(where, Slot("parent", change.parent, change.key, shard=change.shard))
                 slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
                 slot.fed_by.add(relation.feed)
+                slot.creates = slot.creates and relation.create_parent
+                if relation.create_parent and change.delta > 0 and slot.defaults is None:
+                    state = op.after if op.after is not None else op.instance
+                    assert state is not None
+                    slot.defaults = relation.parent_defaults(state)
 
     for op in operations:
         where = item_id(op.model, op.key)
@@ -144,11 +149,16 @@ def count(op: Operation) -> List[Tuple[Relation, CounterChange]]:
             continue
         removed.extend((relation, change) for change in before)
         added.extend((relation, change) for change in after)
+    if op.gone_parents:  # rollups found gone (expired): their decrements are not sent, and are reported
+        op.gone = tuple(change for _, change in removed if (change.parent, change.key) in op.gone_parents)
+        removed = [(relation, change) for relation, change in removed
+                   if (change.parent, change.key) not in op.gone_parents]
     op.removed = tuple(change for _, change in removed)
     op.added = tuple(change for _, change in added)
     op.changed = tuple(change for _, change in changed)
     op.changes = op.removed + op.added + op.changed
-    return removed + added + changed
+    op.counted = removed + added + changed
+    return op.counted
 
 
 def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slot]:
@@ -179,7 +189,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
             [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
             add_version_condition=op.add_version_condition)
         return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
-                                       added=op.added, changed=op.changed)
+                                       added=op.added, changed=op.changed, gone=op.gone)
     if op.kind == "counted_update":
         # the caller's actions, conditioned on the stored state their counts were computed from
         assert instance is not None and op.basis is not None and op.after is not None
@@ -192,7 +202,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
             [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
             add_version_condition=op.add_version_condition)
         return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
-                                       added=op.added, changed=op.changed, state=op.after)
+                                       added=op.added, changed=op.changed, state=op.after, gone=op.gone)
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":
@@ -211,7 +221,8 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
                                                            add_version_condition=op.add_version_condition)
         if op.kind == "delete":
             return "Delete", request, Slot("other", model, op.key, instance)
-        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes, removed=op.removed)
+        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes, removed=op.removed,
+                                       gone=op.gone)
     if op.kind == "update":
         assert instance is not None
         actions = list(op.actions)
@@ -244,8 +255,12 @@ def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List
 def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> Tuple[str, Dict[str, Any]]:
     model = slot.model
     attributes = model.get_attributes()
-    condition = SHARD.exists() if slot.shard else parent_condition(model)  # a shard: one its parent's save created
     actions: List[Action] = [SEQUENCE.add(1)]
+    # a rollup's increment creates its parent where absent; a decrement, or any other parent, must find it stored
+    creates = slot.creates and not slot.shard and all(delta >= 0 for delta in slot.deltas.values())
+    condition: Any = SHARD.exists() if slot.shard else None if creates else parent_condition(model)
+    if creates:
+        actions.extend(_created_with(model, slot.defaults or {}))
     fed_by = slot.fed_by
     if fed_by:  # which relations fed each counter changed here: an audit that cannot see one refuses the parent
         actions.append(FED_BY.add(set(fed_by)))
@@ -257,14 +272,29 @@ def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> T
             # reshard() folds them in, the parent item holds only part of a formerly sharded counter
             condition &= (attributes[name] >= -delta) | (SHARD_COUNT > shard_count(model))
         if delta > 0 and counters_of(model)[name].limit is not None:
-            condition &= within_limit(counters_of(model)[name], delta)
+            limit = within_limit(counters_of(model)[name], delta)
+            condition = limit if condition is None else condition & limit
     if merged is not None:
         if merged.condition is not None:
-            condition &= merged.condition
+            condition = merged.condition if condition is None else condition & merged.condition
         extra = list(merged.actions)
         if merged.instance is not None and merged.add_version_condition:
             version = version_condition(merged.instance, actions=extra)
             if version is not None:
-                condition &= version
+                condition = version if condition is None else condition & version
         actions = extra + actions
     return "Update", serialized_key_request(model, where[1], where[2], condition=condition, actions=actions)
+
+
+def _created_with(model: Type[Model], defaults: Dict[str, Any]) -> List[Action]:
+    """The actions that give a parent created by its first count what it starts with, where absent: its
+    discriminator (in a polymorphic model) and the relation's ``parent_defaults``."""
+    attributes = model.get_attributes()
+    actions: List[Action] = []
+    discriminator = discriminator_of(model)
+    if discriminator is not None:
+        actions.append(discriminator.set(discriminator | model))
+    for name, value in defaults.items():
+        if value is not None:
+            actions.append(attributes[name].set(attributes[name] | value))
+    return actions

@@ -46,6 +46,9 @@ class Slot:
     added: Tuple[CounterChange, ...] = ()
     changed: Tuple[CounterChange, ...] = ()
     state: Optional[Model] = None  # what a counted child is stored as once written, where not the instance
+    creates: bool = True  # a parent slot: fed only by relations that create their parent (rollups)
+    defaults: Optional[Dict[str, Any]] = None  # a created parent's parent_defaults, from its first child
+    gone: Tuple[CounterChange, ...] = ()  # a child slot: the decrements of rollups found gone, not sent
 
 
 @dataclass

@@ -48,6 +48,8 @@ class WriteResult:
       have existed), so its ``changes`` may not have happened.
     :ivar duplicate: ``True`` when ``save(ignore_duplicate=True)`` found the child already stored (nothing changed).
     :ivar missing: ``True`` when ``delete(ignore_missing=True)`` found no child to delete (nothing changed).
+    :ivar rollups_gone: the decrements not made because their parent, a rollup created by its first count
+      (``counted_by(..., create_parent=True)``), was gone (expired by TTL): the child was deleted all the same.
     """
 
     token: str
@@ -58,6 +60,7 @@ class WriteResult:
     uncertain: bool = False
     duplicate: bool = False
     missing: bool = False
+    rollups_gone: Tuple[CounterChange, ...] = ()
 
     @property
     def capacity_units(self) -> Optional[float]:

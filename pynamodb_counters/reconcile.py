@@ -22,10 +22,12 @@ parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``co
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
+from pynamodb.attributes import TTLAttribute
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 
@@ -274,7 +276,7 @@ class _Auditor:
         return self._from_items(key, self.read(key))
 
     def _from_items(self, key: ParentKey, items: ShardItems) -> _Observation:
-        if not items[0]:
+        if not items[0] or _expired(self.model, items[0]):  # a rollup past its TTL is gone, if not yet deleted
             return _Observation(key, False, None, None)
         shards = [item for _, item in counter_shards(self.counter, items)]
         counts = [stored_of(item, self.counter.attr_name) for item in shards]
@@ -432,3 +434,13 @@ class _Auditor:
                 raise TransactionError(f"DynamoDB rejected the repair of {key!r}: {error}", error) from error
             return False
         return True
+
+
+def _expired(model: Any, item: Dict[str, Any]) -> bool:
+    """Whether ``item`` is past the time its model's ``TTLAttribute`` holds: DynamoDB deletes such items within
+    days, and they are no longer counted into (a rollup bucket that expired is not drift)."""
+    for attribute in model.get_attributes().values():
+        if isinstance(attribute, TTLAttribute):
+            expires = count_of(item, attribute.attr_name)
+            return expires is not None and expires <= time.time()
+    return False

@@ -11,7 +11,7 @@ A relation is declared once, in the child model's class body::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterable, List, Optional, Type, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Type, overload
 
 from ._base import feed_entry, require_mixin
 from ._compat import ParentKey, normalize_key
@@ -37,11 +37,13 @@ class Relation:
     """
 
     __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
-                 "_amount")
+                 "_amount", "_create_parent", "_parent_defaults")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
-                 when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None) -> None:
+                 when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None,
+                 create_parent: bool = False,
+                 parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None) -> None:
         if not isinstance(counter, CounterField):
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
@@ -77,8 +79,19 @@ class Relation:
         self._child_model: Optional[Type[Model]] = None
         self._name: Optional[str] = None
         self._feed = ""
+        if not isinstance(create_parent, bool):
+            raise ConfigurationError(f"counted_by(create_parent=...) is True or False, not {create_parent!r}")
+        if parent_defaults is not None and not (create_parent and callable(parent_defaults)):
+            raise ConfigurationError("counted_by(parent_defaults=...) is a function of the child giving the "
+                                     "attributes a parent created by its first count starts with; it needs "
+                                     "create_parent=True")
+        if create_parent and counter.shards > 1:
+            raise ConfigurationError(f"counted_by({counter!r}, create_parent=True): a parent created by its first "
+                                     f"count cannot have a sharded counter (its shard items would not exist)")
         self._when = when
         self._amount = amount
+        self._create_parent = create_parent
+        self._parent_defaults = parent_defaults
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         if self._child_model is not None:
@@ -159,6 +172,34 @@ class Relation:
     def __repr__(self) -> str:
         child = self._child_model.__name__ if self._child_model is not None else "?"
         return f"<Relation {child}.{self.name} -> {self.parent_model.__name__}.{self.attribute}>"
+
+    @property
+    def create_parent(self) -> bool:
+        """Whether the parent is created by its first count (a rollup: daily likes, hourly signups)."""
+        return self._create_parent
+
+    def parent_defaults(self, child: Model) -> Dict[str, Any]:
+        """The attributes, by Python name, that a parent created by ``child``'s count starts with (set only where
+        absent): ``parent_defaults=(child)``, or none.
+
+        :raises ChildValueError: the function failed, or returned something other than a dict of the parent's
+          attributes.
+        """
+        if self._parent_defaults is None:
+            return {}
+        try:
+            defaults = self._parent_defaults(child)
+        except Exception as error:  # a user function: the child cannot be counted
+            raise ChildValueError(f"{self}: parent_defaults= failed on {type(child).__name__} {_describe(child)}: "
+                                  f"{error!r}; nothing was written", error) from error
+        attributes = self.parent_model.get_attributes()
+        if not isinstance(defaults, dict) or not all(name in attributes and not isinstance(attributes[name],
+                                                                                              CounterField)
+                                                     for name in defaults):
+            raise ChildValueError(f"{self}: parent_defaults= returned {defaults!r}; it must return a dict of "
+                                  f"{self.parent_model.__name__}'s attributes (not its counters) by name. Nothing "
+                                  f"was written")
+        return defaults
 
     @property
     def conditional(self) -> bool:
@@ -243,7 +284,8 @@ class Relation:
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
                children: Optional[ChildCounter] = None, when: Optional[Callable[[Any], bool]] = None,
-               amount: Optional[Callable[[Any], int]] = None) -> Relation:
+               amount: Optional[Callable[[Any], int]] = None, create_parent: bool = False,
+               parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
@@ -263,8 +305,14 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
     :param amount: a sum counter: the child adds ``amount(child)``, a whole number (``0`` and negative numbers
       included), instead of one. The counter keeps its floor of zero: a write that would take it below zero is
       refused with :exc:`~pynamodb_counters.exceptions.CounterUnderflowError`.
+    :param create_parent: a rollup: the parent is created by its first count (daily likes per post), with no
+      existence guard on an increment: its Update creates the item with its key, the counter and
+      ``parent_defaults``. A decrement never creates a parent; a delete of a child whose rollup is gone (expired
+      by TTL) deletes the child, and its result lists the change in ``rollups_gone`` (see :doc:`rollups`).
+    :param parent_defaults: with ``create_parent``: ``parent_defaults(child) -> {attribute: value}``, the
+      attributes a created parent starts with, set only where absent (a TTL, a label).
     """
-    return Relation(counter, key, reads, prefix, children, when, amount)
+    return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults)
 
 
 def _describe(child: Any) -> str:

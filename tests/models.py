@@ -1,9 +1,16 @@
 """Models the suite counts with: the Social table of the README, and the layouts users asked about."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
-from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import (
+    DiscriminatorAttribute,
+    NumberAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
@@ -304,8 +311,64 @@ class Spectator(CounterMixin, Model):
     game = counted_by(Game.spectators, key=lambda s: (s.pk, "META"), prefix="WATCH#")
 
 
+class Show(CounterMixin, Model):
+    """A parent that exists before its children: a show and its total claps."""
+
+    class Meta:
+        table_name = "Rollups"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "SHOW#s1"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    clap_total = CounterField()
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk == "META"
+
+
+class DailyClaps(CounterMixin, Model):
+    """A rollup: one item per show and day, created by the day's first clap, expiring after 90 days."""
+
+    class Meta:
+        table_name = "Rollups"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "SHOW#s1"
+    sk = UnicodeAttribute(range_key=True)  # "DAY#2026-11-30"
+    claps = CounterField()
+    expires = TTLAttribute(null=True)
+    label = UnicodeAttribute(null=True)
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk.startswith("DAY#")
+
+
+class Clap(CounterMixin, Model):
+    class Meta:
+        table_name = "Rollups"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # the show's "SHOW#s1"
+    sk = UnicodeAttribute(range_key=True)  # "CLAP#USER#u1"
+    day = UnicodeAttribute()  # "2026-11-30"
+    clapped_at = NumberAttribute()  # seconds since the epoch
+
+    show = counted_by(Show.clap_total, key=lambda c: (c.pk, "META"), prefix="CLAP#")
+    daily = counted_by(DailyClaps.claps, key=lambda c: (c.pk, f"DAY#{c.day}"), create_parent=True,
+                       parent_defaults=lambda c: {"expires": datetime.fromtimestamp(c.clapped_at + 90 * 86400,
+                                                                                    timezone.utc),
+                                                  "label": f"{c.pk} on {c.day}"},
+                       children=lambda key: claps_on(key[0], key[1][len("DAY#"):]))
+
+
+def claps_on(show: str, day: str) -> int:
+    return sum(1 for _ in Clap.query(show, Clap.sk.startswith("CLAP#"), Clap.day == day, consistent_read=True))
+
+
 #: one model per table, to create them
-TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread, Game)
+TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread, Game, Show)
 #: every model, to point them at an engine
 ALL_MODELS = (Post, User, Like, Bookmark, Comment, Reply, Entity, Board, Card, Doc, Edit, Video, VideoItem, View,
-              Fan, Report, Thread, Message, Vote, Game, Player, Seat, Spectator)
+              Fan, Report, Thread, Message, Vote, Game, Player, Seat, Spectator, Show, DailyClaps, Clap)
