@@ -1,1 +1,2 @@
-"""The likes app: PynamoDB models counted by pynamodb-counters, a JSON API, and Django signals."""
+"""The likes app: posts, likes and comments as PynamoDB models counted by pynamodb-counters, a JSON API, and
+Django signals."""

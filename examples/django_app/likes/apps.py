@@ -10,5 +10,6 @@ class LikesConfig(AppConfig):
     name = "likes"
 
     def ready(self) -> None:
-        """Connect the cache receivers to :data:`likes.signals.like_added` and ``like_removed``."""
+        """Connect the cache receivers to :data:`likes.signals.like_added`, ``like_removed`` and
+        ``comment_counts_changed``."""
         from . import receivers  # noqa: F401  (connects on import)

@@ -1,5 +1,5 @@
 """
-Settings of the likes example. No SQL database: posts and likes are PynamoDB models in one DynamoDB table.
+Settings of the likes example. No SQL database: posts, likes and comments are PynamoDB models in one DynamoDB table.
 
 Environment variables: ``LIKES_DYNAMODB_TABLE`` (default ``Social``), ``LIKES_DYNAMODB_HOST`` (an endpoint URL;
 unset means AWS), ``LIKES_AWS_REGION`` (default ``us-east-1``), ``LIKES_DUPLICATE_LIKE_STATUS`` (``409``, the

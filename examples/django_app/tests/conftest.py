@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.test import Client
 from moto import mock_aws
 
-from likes.dynamo import LIKE_PREFIX, META, get_models
+from likes.dynamo import COMMENT, LIKE_PREFIX, META, get_models
 
 # Dummy credentials, set before any client exists: nothing here may reach AWS.
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
@@ -44,13 +44,39 @@ def stored_tally(post_id: str) -> int:
     raise AssertionError(f"post {post_id} is not stored")
 
 
+def stored_counts(post_id: str) -> Dict[str, int]:
+    """The post's stored counters, read with one strongly consistent GetItem (not through the app's models)."""
+    client = boto3.client("dynamodb", region_name=settings.LIKES["REGION"])
+    item = client.get_item(TableName=settings.LIKES["TABLE"], ConsistentRead=True,
+                           Key={"pk": {"S": f"POST#{post_id}"}, "sk": {"S": META}}).get("Item")
+    assert item is not None, f"post {post_id} is not stored"
+    return {name: _counter(item, name) for name in ("like_tally", "comment_count", "published_count")}
+
+
+def comment_item(comment_id: str) -> Dict[str, Any]:
+    """The comment's stored item, raw."""
+    [item] = [item for item in table_items() if item["pk"]["S"] == f"COMMENT#{comment_id}"]
+    return item
+
+
+def _counter(item: Dict[str, Any], name: str) -> int:
+    return int(item[name]["N"]) if name in item else 0
+
+
 def assert_counters_exact() -> None:
-    """Every post's stored ``like_tally`` equals the number of its like items."""
+    """Every post's stored ``like_tally`` equals the number of its like items, its ``comment_count`` the number of
+    its comments not soft-deleted, and its ``published_count`` the number of those published."""
     items = table_items()
+    posts = {item["pk"]["S"]: item for item in items if item["sk"]["S"] == META}
     likes = Counter(item["pk"]["S"] for item in items if item["sk"]["S"].startswith(LIKE_PREFIX))
-    tallies = {item["pk"]["S"]: int(item["like_tally"]["N"]) for item in items if item["sk"]["S"] == META}
-    assert set(likes) <= set(tallies), "a like item without its post"
-    assert tallies == {pk: likes.get(pk, 0) for pk in tallies}
+    comments = [item for item in items if item["sk"]["S"] == COMMENT and "deleted_at" not in item]
+    counted = Counter(f"POST#{item['post_id']['S']}" for item in comments)
+    published = Counter(f"POST#{item['post_id']['S']}" for item in comments if item["status"]["S"] == "published")
+    assert set(likes) | set(counted) <= set(posts), "a like or a comment without its post"
+    assert {pk: _counter(post, "like_tally") for pk, post in posts.items()} == {pk: likes[pk] for pk in posts}
+    assert {pk: _counter(post, "comment_count") for pk, post in posts.items()} == {pk: counted[pk] for pk in posts}
+    assert ({pk: _counter(post, "published_count") for pk, post in posts.items()}
+            == {pk: published[pk] for pk in posts})
 
 
 @pytest.fixture(autouse=True)
@@ -66,14 +92,14 @@ def dynamodb() -> Iterator[None]:
 @pytest.fixture
 def dynamodb_calls() -> Iterator[List[str]]:
     """The DynamoDB operations the app's models send from now on, by name (the library's transactions use a
-    client of their own, so a like or an unlike does not show here)."""
+    client of their own, so a like, an unlike or a comment's counted write does not show here)."""
     calls: List[str] = []
 
     def record(model: Any, **_: Any) -> None:
         calls.append(model.name)
 
     handlers = []
-    for model in (get_models().post, get_models().like):
+    for model in (get_models().post, get_models().like, get_models().comment):
         events = model._get_connection().connection.client.meta.events
         events.register("before-call.dynamodb", record)
         handlers.append(events)

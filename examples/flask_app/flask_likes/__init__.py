@@ -1,5 +1,5 @@
 """
-A Flask app that counts likes with pynamodb-counters: :func:`create_app` is its application factory.
+A Flask app that counts likes and comments with pynamodb-counters: :func:`create_app` is its application factory.
 
 Configuration (``create_app(config)``, or ``FLASK_``-prefixed environment variables):
 
@@ -20,7 +20,7 @@ import click
 from flask import Flask
 from pynamodb_counters import signals
 
-from .cache import LikeCache
+from .cache import CountCache
 from .errors import register_error_handlers
 from .models import build_models
 from .views import bp
@@ -50,19 +50,26 @@ def create_app(config: Optional[Mapping[str, Any]] = None) -> Flask:
     models = build_models(app.config["DYNAMODB_TABLE"], app.config["DYNAMODB_HOST"], app.config["AWS_REGION"])
     app.extensions["likes_models"] = models
 
-    # blinker holds receivers weakly: the cache lives in app.extensions, so its bound method lives as long as
+    # blinker holds receivers weakly: the caches live in app.extensions, so their bound methods live as long as
     # the app, and an app that is dropped (a test's, say) takes its receivers with it.
-    cache = LikeCache()
-    app.extensions["like_cache"] = cache
-    signals.child_added.connect(cache.on_like_change, sender=models.like)
-    signals.child_removed.connect(cache.on_like_change, sender=models.like)
+    like_cache = CountCache("like")
+    app.extensions["like_cache"] = like_cache
+    signals.child_added.connect(like_cache.on_change, sender=models.like)
+    signals.child_removed.connect(like_cache.on_change, sender=models.like)
+    # A comment's edit sends child_added / child_removed when it starts or stops counting (publish, restore, soft
+    # delete, and both for a move); child_changed is for sum counters, which comments do not have, but a receiver
+    # that drops on every change cannot miss one if they gain one.
+    comment_cache = CountCache()
+    app.extensions["comment_cache"] = comment_cache
+    for signal in (signals.child_added, signals.child_removed, signals.child_changed):
+        signal.connect(comment_cache.on_change, sender=models.comment)
 
     register_error_handlers(app)
     app.register_blueprint(bp)
 
     @app.cli.command("create-table")
     def create_table() -> None:
-        """Create the posts-and-likes table (on-demand billing) if it does not exist."""
+        """Create the table of posts, likes and comments (on-demand billing) if it does not exist."""
         if models.post.exists():
             click.echo(f"table {app.config['DYNAMODB_TABLE']} exists")
             return

@@ -1,24 +1,30 @@
 """
-The app's PynamoDB models: ``Post``, the parent with its ``like_tally``, and ``Like``, counted in it.
+The app's PynamoDB models: ``Post``, the parent with its counters, ``Like``, counted in its ``like_tally``, and
+``Comment``, a child that changes, counted in its ``comment_count`` and ``published_count``.
 
-Both live in one table. A post is the item ``(POST#<post_id>, META)``, a like by a user is
-``(POST#<post_id>, LIKE#USER#<user_id>)``. The classes are built per application, so that each app (and each
-test) binds its own table name, endpoint and region.
+All live in one table. A post is the item ``(POST#<post_id>, META)``, a like by a user is
+``(POST#<post_id>, LIKE#USER#<user_id>)``, a comment is ``(COMMENT#<comment_id>, COMMENT)``: its own partition,
+since a comment can move to another post (its ``post_id``), and a key never changes. The classes are built per
+application, so that each app (and each test) binds its own table name, endpoint and region.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional, Type
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, counted_by
 
-__all__ = ["LIKE_PREFIX", "META", "LikeModels", "build_models", "like_key", "post_id_of", "post_key"]
+__all__ = ["COMMENT", "COMMENT_STATUSES", "LIKE_PREFIX", "META", "LikeModels", "build_models", "comment_id_of",
+           "comment_key", "like_key", "post_id_of", "post_key"]
 
 META = "META"
 POST_PREFIX = "POST#"
 LIKE_PREFIX = "LIKE#USER#"
+COMMENT_PREFIX = "COMMENT#"
+COMMENT = "COMMENT"  # a comment's range key
+COMMENT_STATUSES = ("draft", "published")
 
 
 def post_key(post_id: str) -> str:
@@ -31,6 +37,16 @@ def like_key(user_id: str) -> str:
     return f"{LIKE_PREFIX}{user_id}"
 
 
+def comment_key(comment_id: str) -> str:
+    """The hash key of a comment."""
+    return f"{COMMENT_PREFIX}{comment_id}"
+
+
+def comment_id_of(hash_key: str) -> str:
+    """The comment id in a comment's hash key (the inverse of :func:`comment_key`)."""
+    return hash_key[len(COMMENT_PREFIX):] if hash_key.startswith(COMMENT_PREFIX) else hash_key
+
+
 def post_id_of(hash_key: str) -> str:
     """The post id in a post's hash key (the inverse of :func:`post_key`)."""
     return hash_key[len(POST_PREFIX):] if hash_key.startswith(POST_PREFIX) else hash_key
@@ -38,18 +54,20 @@ def post_id_of(hash_key: str) -> str:
 
 @dataclass(frozen=True)
 class LikeModels:
-    """The two model classes of one application.
+    """The model classes of one application.
 
     :ivar post: the ``Post`` model (parent).
     :ivar like: the ``Like`` model (counted child); the sender of its signals.
+    :ivar comment: the ``Comment`` model (counted child that changes); the sender of its signals.
     """
 
     post: Type[Any]
     like: Type[Any]
+    comment: Type[Any]
 
 
 def build_models(table: str, endpoint: Optional[str], aws_region: str) -> LikeModels:
-    """Build ``Post`` and ``Like`` bound to ``table`` at ``endpoint`` (``None``: AWS) in ``aws_region``."""
+    """Build ``Post``, ``Like`` and ``Comment`` bound to ``table`` at ``endpoint`` (``None``: AWS) in ``aws_region``."""
 
     class Post(CounterMixin, Model):
         class Meta:
@@ -61,6 +79,8 @@ def build_models(table: str, endpoint: Optional[str], aws_region: str) -> LikeMo
         sk = UnicodeAttribute(range_key=True)
         title = UnicodeAttribute(null=True)
         like_tally = CounterField()
+        comment_count = CounterField()  # comments not soft-deleted
+        published_count = CounterField()  # comments published and not soft-deleted
 
     class Like(CounterMixin, Model):
         class Meta:
@@ -73,4 +93,22 @@ def build_models(table: str, endpoint: Optional[str], aws_region: str) -> LikeMo
         liked_at = NumberAttribute()
         post = counted_by(Post.like_tally, key=lambda like: (like.pk, META))
 
-    return LikeModels(post=Post, like=Like)
+    class Comment(CounterMixin, Model):
+        class Meta:
+            table_name = table
+            host = endpoint
+            region = aws_region
+
+        pk = UnicodeAttribute(hash_key=True)  # COMMENT#<comment_id>
+        sk = UnicodeAttribute(range_key=True)  # COMMENT
+        post_id = UnicodeAttribute()  # the post's id, without POST#: changing it moves the comment
+        text = UnicodeAttribute()
+        status = UnicodeAttribute(default="draft")  # "draft" or "published"
+        deleted_at = UTCDateTimeAttribute(null=True)  # set: soft-deleted
+        # A loaded comment saved again is an edit: the counts follow the change in the same transaction.
+        post = counted_by(Post.comment_count, key=lambda c: (post_key(c.post_id), META),
+                          when=lambda c: c.deleted_at is None)
+        published = counted_by(Post.published_count, key=lambda c: (post_key(c.post_id), META),
+                               when=lambda c: c.status == "published" and c.deleted_at is None)
+
+    return LikeModels(post=Post, like=Like, comment=Comment)

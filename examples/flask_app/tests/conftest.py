@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from moto import mock_aws
 
 from flask_likes import create_app
-from flask_likes.models import LIKE_PREFIX, META, LikeModels
+from flask_likes.models import COMMENT, LIKE_PREFIX, META, LikeModels
 
 # Dummy credentials, set before any client exists: nothing here may reach AWS.
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
@@ -48,20 +48,47 @@ def stored_tally(post_id: str) -> int:
     raise AssertionError(f"post {post_id} is not stored")
 
 
+def stored_counts(post_id: str) -> Dict[str, int]:
+    """The post's stored counters, read with one strongly consistent GetItem (not through the app's models)."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    item = client.get_item(TableName=TABLE, Key={"pk": {"S": f"POST#{post_id}"}, "sk": {"S": META}},
+                           ConsistentRead=True).get("Item")
+    assert item is not None, f"post {post_id} is not stored"
+    return {name: int(item[name]["N"]) if name in item else 0
+            for name in ("like_tally", "comment_count", "published_count")}
+
+
+def comment_item(comment_id: str) -> Dict[str, Any]:
+    """The comment's stored item, raw."""
+    [item] = [item for item in table_items() if item["pk"]["S"] == f"COMMENT#{comment_id}"]
+    return item
+
+
+def _counter(item: Dict[str, Any], name: str) -> int:
+    return int(item[name]["N"]) if name in item else 0
+
+
 def assert_counters_exact() -> None:
-    """Every post's stored ``like_tally`` equals the number of its like items."""
+    """Every post's stored ``like_tally`` equals the number of its like items, its ``comment_count`` the number of
+    its comments not soft-deleted, and its ``published_count`` the number of those published."""
     items = table_items()
+    posts = {item["pk"]["S"]: item for item in items if item["sk"]["S"] == META}
     likes = Counter(item["pk"]["S"] for item in items if item["sk"]["S"].startswith(LIKE_PREFIX))
-    tallies = {item["pk"]["S"]: int(item["like_tally"]["N"]) for item in items if item["sk"]["S"] == META}
-    assert set(likes) <= set(tallies), "a like item without its post"
-    assert tallies == {pk: likes.get(pk, 0) for pk in tallies}
+    comments = [item for item in items if item["sk"]["S"] == COMMENT and "deleted_at" not in item]
+    counted = Counter(f"POST#{item['post_id']['S']}" for item in comments)
+    published = Counter(f"POST#{item['post_id']['S']}" for item in comments if item["status"]["S"] == "published")
+    assert set(likes) | set(counted) <= set(posts), "a like or a comment without its post"
+    assert {pk: _counter(post, "like_tally") for pk, post in posts.items()} == {pk: likes[pk] for pk in posts}
+    assert {pk: _counter(post, "comment_count") for pk, post in posts.items()} == {pk: counted[pk] for pk in posts}
+    assert ({pk: _counter(post, "published_count") for pk, post in posts.items()}
+            == {pk: published[pk] for pk in posts})
 
 
 @pytest.fixture
 def app(request: pytest.FixtureRequest) -> Iterator[Flask]:
     """An app on a fresh moto table; ``DUPLICATE_LIKE_STATUS`` from indirect parametrization (default 409).
 
-    After the test, every stored counter must equal the number of stored like items.
+    After the test, every stored counter must equal the number of stored children it counts.
     """
     with mock_aws():
         app = create_app({**TEST_CONFIG, "DUPLICATE_LIKE_STATUS": getattr(request, "param", 409)})
@@ -79,14 +106,14 @@ def client(app: Flask) -> FlaskClient:
 @pytest.fixture
 def dynamodb_calls(app: Flask) -> List[str]:
     """The DynamoDB operations the app's models send from now on, by name (the library's transactions use a
-    client of their own, so a like or an unlike does not show here)."""
+    client of their own, so a like, an unlike or a comment's counted write does not show here)."""
     calls: List[str] = []
     models: LikeModels = app.extensions["likes_models"]
 
     def record(model: Any, **_: Any) -> None:
         calls.append(model.name)
 
-    for model in (models.post, models.like):
+    for model in (models.post, models.like, models.comment):
         model._get_connection().connection.client.meta.events.register("before-call.dynamodb", record)
     return calls
 

@@ -26,7 +26,7 @@ def test_like_is_counted_and_read_with_one_getitem(client: FlaskClient, make_pos
     del dynamodb_calls[:]
     response = client.get("/posts/p1")
     assert response.status_code == 200
-    assert response.json == {"post_id": "p1", "likes": 1}
+    assert response.json == {"post_id": "p1", "likes": 1, "comment_count": 0, "published_count": 0}
     assert dynamodb_calls == ["GetItem"]
     assert stored_tally("p1") == 1
     assert like_items("p1") == ["LIKE#USER#u1"]
@@ -56,7 +56,7 @@ def test_unlike(client: FlaskClient, make_post: Callable[[str], None]) -> None:
     response = client.delete(LIKE.format("u1"))
     assert response.status_code == 204
     assert response.data == b""
-    assert client.get("/posts/p1").json == {"post_id": "p1", "likes": 1}
+    assert client.get("/posts/p1").json["likes"] == 1
     assert stored_tally("p1") == 1
     assert like_items("p1") == ["LIKE#USER#u2"]
 
@@ -194,7 +194,8 @@ def test_receivers_outlive_garbage_collection_and_stay_per_app(app: Flask, clien
 def test_post_endpoints(client: FlaskClient) -> None:
     assert client.get("/posts/p1").status_code == 404
     response = client.post("/posts/p1", json={"title": "Hello"})
-    assert (response.status_code, response.json) == (201, {"post_id": "p1", "likes": 0})
+    assert (response.status_code, response.json) == (201, {"post_id": "p1", "likes": 0, "comment_count": 0,
+                                                           "published_count": 0})
     assert client.post("/posts/p1").status_code == 409
     assert client.post("/posts/bad%23id").status_code == 400
     assert client.put("/posts/p1/likes/u1", json={"liked_at": "soon"}).status_code == 400

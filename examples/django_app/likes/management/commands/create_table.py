@@ -1,4 +1,4 @@
-"""``manage.py create_table``: create the posts-and-likes table if it does not exist."""
+"""``manage.py create_table``: create the table of posts, likes and comments if it does not exist."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +11,7 @@ from likes.dynamo import get_models
 class Command(BaseCommand):
     """Create the table of ``settings.LIKES`` (on-demand billing)."""
 
-    help = "Create the DynamoDB table of posts and likes if it does not exist."
+    help = "Create the DynamoDB table of posts, likes and comments if it does not exist."
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Create the table, or say it exists."""
