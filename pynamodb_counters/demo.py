@@ -18,7 +18,7 @@ from pynamodb.models import Model
 from . import signals
 from ._costs import read_units
 from .attributes import CounterField
-from .exceptions import ConfigurationError, DuplicateChildError
+from .exceptions import ConfigurationError, DuplicateChildError, LimitExceededError
 from .models import CounterMixin
 from .reconcile import audit, repair
 from .relations import counted_by
@@ -27,9 +27,10 @@ from .transactions import CountedTransaction
 __all__ = ["run"]
 
 
-def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, Any, Any]:
-    """The README's ``Post`` and ``Like`` models, and a ``Comment`` that changes (published, moved,
-    soft-deleted), bound to ``table`` at ``host``."""
+def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, ...]:
+    """The README's ``Post`` and ``Like`` models, a ``Comment`` that changes (published, moved, soft-deleted), a
+    ``Game`` of 3 players with its ``Player`` (a limit), and ``DailyHearts`` created by the first ``Heart`` of
+    each day (a rollup), all bound to ``table`` at ``host``."""
 
     class Post(CounterMixin, Model):
         class Meta:
@@ -68,10 +69,44 @@ def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, An
         published = counted_by(Post.published_count, key=lambda c: (c.post_id, "META"),
                                when=lambda c: c.status == "published" and c.deleted_at is None)
 
-    for model in (Post, Like, Comment):
+    class Game(CounterMixin, Model):
+        class Meta:
+            table_name = table
+
+        pk = UnicodeAttribute(hash_key=True)  # "GAME#g1"
+        sk = UnicodeAttribute(range_key=True)  # "GAME"
+        players = CounterField(limit=3)
+
+    class Player(CounterMixin, Model):
+        class Meta:
+            table_name = table
+
+        pk = UnicodeAttribute(hash_key=True)  # the game's "GAME#g1"
+        sk = UnicodeAttribute(range_key=True)  # "PLAYER#ana"
+        game = counted_by(Game.players, key=lambda p: (p.pk, "GAME"), prefix="PLAYER#")
+
+    class DailyHearts(CounterMixin, Model):
+        class Meta:
+            table_name = table
+
+        pk = UnicodeAttribute(hash_key=True)  # the post's "POST#a91f"
+        sk = UnicodeAttribute(range_key=True)  # "DAY#2026-11-30"
+        hearts = CounterField()
+
+    class Heart(CounterMixin, Model):
+        class Meta:
+            table_name = table
+
+        pk = UnicodeAttribute(hash_key=True)  # the post's "POST#a91f"
+        sk = UnicodeAttribute(range_key=True)  # "HEART#USER#7c20#2026-11-30"
+        day = UnicodeAttribute()
+        daily = counted_by(DailyHearts.hearts, key=lambda h: (h.pk, f"DAY#{h.day}"), create_parent=True)
+
+    models = (Post, Like, Comment, Game, Player, DailyHearts, Heart)
+    for model in models:
         meta: Any = model.Meta
         meta.host, meta.region = host, region
-    return Post, Like, Comment
+    return models
 
 
 @contextlib.contextmanager
@@ -91,7 +126,7 @@ def run(endpoint_url: Optional[str] = None, region: str = "us-east-1", table: st
     """Tell the likes story; return the exit code (0 when every step behaved as documented)."""
     backend = embedded_backend() if endpoint_url is None else contextlib.nullcontext()
     with backend:
-        Post, Like, Comment = social_models(table, endpoint_url, region)
+        Post, Like, Comment, Game, Player, DailyHearts, Heart = social_models(table, endpoint_url, region)
         if not Post.exists():
             Post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         post_id = f"POST#{uuid.uuid4().hex[:4]}"
@@ -127,7 +162,41 @@ def run(endpoint_url: Optional[str] = None, region: str = "us-east-1", table: st
         out("cost: a like or an unlike writes two items transactionally, about 4 WCU")
         exact = stored.like_tally == children == 2
         changing = comments_story(Post, Comment, post_id, out)
-        return 0 if exact and changing and reconcile_story(Post, Like, post_id, out) else 1
+        admitting = game_story(Game, Player, out)
+        rolling = rollup_story(DailyHearts, Heart, post_id, out)
+        return 0 if exact and changing and admitting and rolling and reconcile_story(Post, Like, post_id, out) else 1
+
+
+def game_story(Game: Any, Player: Any, out: Callable[[str], Any]) -> bool:
+    """A limit: the fourth player of a three-player game is refused, exactly, with nothing written."""
+    game_id = f"GAME#{uuid.uuid4().hex[:4]}"
+    Game(pk=game_id, sk="GAME").save()
+    for user in ("ana", "bo", "cy"):
+        Player(pk=game_id, sk=f"PLAYER#{user}").save()
+    out(f"a limit: {game_id} takes 3 players (CounterField(limit=3)); ana, bo and cy joined")
+    try:
+        Player(pk=game_id, sk="PLAYER#dee").save()
+        refused = False
+    except LimitExceededError as error:
+        out(f"  dee refused ({type(error).__name__}: {error.attribute} holds {error.stored}, limit {error.limit}), "
+            f"nothing written")
+        refused = True
+    players = Player.count(game_id, Player.sk.startswith("PLAYER#"), consistent_read=True)
+    return refused and players == Game.get(game_id, "GAME", consistent_read=True).players == 3
+
+
+def rollup_story(DailyHearts: Any, Heart: Any, post_id: str, out: Callable[[str], Any]) -> bool:
+    """A rollup: each day's item is created by its first heart; a week of them is one Query."""
+    days = [f"2026-11-{day:02d}" for day in range(24, 31)]
+    for n, day in enumerate(days):
+        for user in range(n % 3 + 1):
+            Heart(pk=post_id, sk=f"HEART#USER#{user}#{day}", day=day).save()
+    week = list(DailyHearts.query(post_id, DailyHearts.sk.between(f"DAY#{days[0]}", f"DAY#{days[-1]}"),
+                                  consistent_read=True))
+    counts = [day.hearts for day in week]
+    out("a rollup: hearts per day, each day's item created by its first heart (create_parent=True)")
+    out(f"  a week of them in one Query: {counts}")
+    return counts == [n % 3 + 1 for n in range(7)]
 
 
 def comments_story(Post: Any, Comment: Any, post_id: str, out: Callable[[str], Any]) -> bool:

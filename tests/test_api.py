@@ -47,6 +47,8 @@ def test_demo_tells_the_likes_story() -> None:
     assert 'ConditionExpression: "attribute_not_exists (#0)"' in text
     assert "published (load, change, save(): 1 change, one transaction): 1/1, 0/0" in text
     assert "(4 changes, one transaction of 3 actions): 0/0, 1/1" in text and "soft-deleted: 0/0, 0/0" in text
+    assert "dee refused (LimitExceededError: players holds 3, limit 3), nothing written" in text
+    assert "a week of them in one Query: [1, 2, 3, 1, 2, 3, 1]" in text
     assert max(len(line) for line in lines) <= 100  # the transaction is shown one field a line, not as wide JSON
 
 
