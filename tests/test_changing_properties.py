@@ -6,6 +6,10 @@ changes between the message it replaced and the one it stored.
 
 Each example gets fresh tables (a moto in-process :class:`~pynamodb_counters.testing.Backend`, as the
 ``dynamodb`` fixture gives each test); the run is derandomized, so it is the same on every machine.
+
+A second property saves (or deletes) a copy that another writer changed since it was loaded, for a child whose
+``when=`` reads an attribute in some states only (the issue's published relation, without the soft-delete count
+that Message declares beside it and that reads ``deleted_at`` in every state).
 """
 from __future__ import annotations
 
@@ -13,11 +17,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
-from pynamodb_counters import WriteResult, audit
+from pynamodb_counters import CounterField, CounterMixin, WriteResult, audit, counted_by
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing import Backend
 from tests.factories import stored
@@ -297,3 +303,67 @@ def test_the_model_counts_as_the_issue_declares() -> None:
         ("THREAD#t1", "message_count", 1), ("THREAD#t1", "published_count", 1), ("THREAD#t1", "word_total", 120)]
     assert transition(replace(draft, deleted_at=1), None) == [("THREAD#t0", "word_total", -120)]
 
+
+# -- a when= that reads an attribute in some states only ----------------------------------------------------------
+class Channel(CounterMixin, Model):
+    """A parent with only a published counter, in a table of its own."""
+
+    class Meta:
+        table_name = "ChangingChannels"
+        region = "us-east-1"
+
+    pk = UnicodeAttribute(hash_key=True)
+    published_count = CounterField()
+
+
+class Notice(CounterMixin, Model):
+    """The issue's published relation alone (without the soft-delete count beside it): its ``when=`` reads
+    ``deleted_at`` only when the notice is published."""
+
+    class Meta:
+        table_name = "ChangingChannels"
+        region = "us-east-1"
+
+    pk = UnicodeAttribute(hash_key=True)
+    status = UnicodeAttribute(default="draft")
+    deleted_at = NumberAttribute(null=True)
+    published = counted_by(Channel.published_count, key=lambda n: "CHANNEL#c1",
+                           when=lambda n: n.status == "published" and n.deleted_at is None)
+
+
+notice_states = st.tuples(statuses, st.one_of(st.none(), st.integers(1, 2**31)))
+NoticeState = Tuple[str, Optional[int]]
+
+
+def counts(state: NoticeState) -> int:
+    return int(state[0] == "published" and state[1] is None)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@example(stored_as=("draft", None), theirs=("draft", 1), mine="published", delete=False)  # soft-deleted meanwhile
+@example(stored_as=("draft", None), theirs=("draft", 1), mine="published", delete=True)
+@given(stored_as=notice_states, theirs=notice_states, mine=statuses, delete=st.booleans())
+def test_a_copy_is_learned_again_whatever_attribute_another_writer_changed(
+        stored_as: NoticeState, theirs: NoticeState, mine: str, delete: bool) -> None:
+    """A copy loaded before another writer changed the notice, then changed in memory (its status) and saved
+    (or deleted): the write is learned again from the refusal and lands, counted from what is stored, whichever
+    attribute the other writer changed, including one that only the copy's new state reads (``deleted_at`` of a
+    notice the copy publishes, where the loaded and the stored state are drafts)."""
+    with Backend("moto", [Channel]):
+        Channel(pk="CHANNEL#c1").save()
+        Notice(pk="N#1", status=stored_as[0], deleted_at=stored_as[1]).save()
+        copy = Notice.get("N#1", consistent_read=True)
+        other = Notice.get("N#1", consistent_read=True)
+        other.status, other.deleted_at = theirs
+        other.save()
+        copy.status = mine
+        if delete:
+            copy.delete()  # takes back what the stored notice counts for, whatever the copy holds
+            expected = 0
+        else:
+            copy.save()  # stored as the copy holds it: its status, and the deleted_at it was loaded with
+            expected = counts((mine, stored_as[1]))
+            stored = Notice.get("N#1", consistent_read=True)
+            assert (stored.status, stored.deleted_at) == (mine, stored_as[1])
+        assert Channel.get("CHANNEL#c1", consistent_read=True).published_count == expected
