@@ -55,6 +55,7 @@ class Operation:
     :ivar counted: the planner's changes, each with its relation.
     :ivar gone_parents: the rollups (parent model, key) found gone: their decrements are not sent.
     :ivar gone: the changes not sent because their rollup was gone.
+    :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
     """
 
     kind: str
@@ -75,6 +76,7 @@ class Operation:
     counted: List[Tuple[Any, CounterChange]] = field(default_factory=list)
     gone_parents: Set[Tuple[Any, Tuple[Any, ...]]] = field(default_factory=set)
     gone: Tuple[CounterChange, ...] = ()
+    recreated: bool = False
 
     @property
     def counted_state(self) -> Optional[Model]:

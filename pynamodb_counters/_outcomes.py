@@ -188,12 +188,14 @@ def next_token(token: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_OID, token))
 
 
-def relearned(model: Type[Model], state: Model, item: Dict[str, Any]) -> Optional[Model]:
-    """The stored child ``item`` (returned by a refused counted Delete), when it decides its parents otherwise
-    than ``state``, the state the Delete's deltas were computed from; else ``None``. It keeps ``state``'s
-    version, so that a ``VersionAttribute`` still refuses a stale delete."""
+def relearned(model: Type[Model], state: Model, item: Dict[str, Any], *others: Optional[Model]) -> Optional[Model]:
+    """The stored child ``item`` (returned by a refused counted write), when it counts otherwise than ``state``,
+    the state the write's deltas were computed from: when an attribute the write's condition checked differs (one
+    read by the relations on the stored child, on ``state``, or on ``others``: the new or in-memory state); else
+    ``None``. It keeps ``state``'s version, so that a ``VersionAttribute`` still refuses a stale write."""
     stored = model.from_raw_data(item)
-    if all(getattr(stored, name) == getattr(state, name) for name in deciding(model, stored, state)):
+    states = [stored, state, *(other for other in others if other is not None)]
+    if all(getattr(stored, name) == getattr(state, name) for name in deciding(model, *states)):
         return None
     version = model._version_attribute_name
     if version:
@@ -246,12 +248,18 @@ def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> D
     """The counted edits and deletes among ``operations`` (by index) that DynamoDB refused because the stored
     child counts otherwise than the state their deltas were computed from (an instance edited in memory, a child
     changed since it was loaded), each with the stored child the refusal returned; or, for an edit whose child
-    was deleted since it was loaded, :data:`ABSENT`."""
+    was deleted since it was loaded, :data:`ABSENT`; or, for such an edit sent as a create and refused because
+    the child was created again meanwhile, the stored child (it is an edit again)."""
     learned: Dict[int, Any] = {}
     for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
-        if slot.kind not in ("edit", "delete") or reason.get("Code") != _CHECK_FAILED:
+        if slot.kind not in ("edit", "delete", "put") or reason.get("Code") != _CHECK_FAILED:
             continue
         item = reason.get("Item")
+        if slot.kind == "put":  # an edit turned into a create (its child was deleted), and created again meanwhile
+            for index, op in enumerate(operations):
+                if op.instance is slot.instance and op.recreated and item and not _own_write(plan, slot, reason):
+                    learned[index] = op.model.from_raw_data(item)
+            continue
         for index, op in enumerate(operations):
             if op.instance is not slot.instance or op.kind not in ("counted_edit", "counted_update", "counted_delete"):
                 continue
@@ -260,7 +268,7 @@ def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> D
                     learned[index] = ABSENT
                 continue
             state = op.basis if op.kind != "counted_delete" else op.counted_state
-            stored = relearned(op.model, state, item) if state is not None else None
+            stored = relearned(op.model, state, item, op.after, op.instance) if state is not None else None
             if stored is not None:
                 learned[index] = stored
     return learned

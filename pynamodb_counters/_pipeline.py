@@ -31,6 +31,7 @@ from ._outcomes import (
 from ._planner import plan
 from ._plans import Plan, Sent, Slot
 from ._reads import stored_child
+from ._requests import parent_save_actions
 from ._results import WriteResult
 from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._shard_items import create_shards
@@ -104,8 +105,13 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
     policy = policy or DEFAULT_RETRY_POLICY
     read_unknown_states(operations)
     shards_created = False
-    attempt = 0
+    attempt = earlier = 0  # rounds sent, and the requests they made before this one
+    lost = False  # whether an earlier round had an attempt whose response was lost
+    sent: Optional[Sent] = None
     while True:
+        if sent is not None:
+            earlier += sent.attempts
+            lost = lost or sent.ambiguous
         attempt += 1
         planned = plan(operations, token)
         try:
@@ -115,7 +121,7 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
             raise explain_size(planned, error) from error.cause
         refused = refusals(planned, sent) if sent.response is None else None  # None: committed
         if refused is None:
-            return finish(planned, sent)
+            return finish(planned, sent, earlier, lost)
         learned = stale_children(planned, sent, operations) if attempt < policy.max_attempts else {}
         if learned:  # the refused attempt wrote nothing: again, from the stored state, as a new request
             for index, stored in learned.items():
@@ -157,11 +163,14 @@ def _relearn(op: Operation, stored: Any) -> None:
     """Count ``op`` from the stored state a refusal taught: a stored child, or :data:`ABSENT` for an edit whose
     child was deleted since it was loaded (saving it again creates it, counted as new)."""
     if stored is ABSENT:
-        op.kind, op.basis, op.actions, op.shards = "counted_put", None, [], "Update"
-    else:
-        op.basis = stored
-        if op.kind == "counted_update":
-            prepare_update(op)
+        op.kind, op.basis, op.actions, op.shards, op.recreated = "counted_put", None, [], "Update", True
+        return
+    op.basis = stored
+    if op.kind == "counted_put":  # created again meanwhile: an edit of what is stored now
+        assert op.instance is not None
+        op.kind, op.actions, op.shards = "counted_edit", parent_save_actions(op.instance), ""
+    elif op.kind == "counted_update":
+        prepare_update(op)
 
 
 def read_unknown_states(operations: Sequence[Operation]) -> None:
@@ -196,16 +205,22 @@ def policy_for(operations: Sequence[Operation], retry: Optional[RetryPolicy] = N
     return None
 
 
-def finish(plan: Plan, sent: Sent) -> WriteResult:
-    """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed``."""
+def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> WriteResult:
+    """The result of a committed plan; bumps local versions and sends ``child_added`` / ``child_removed`` /
+    ``child_changed``.
+
+    :param earlier: the requests earlier rounds of the same write made (refused, then sent again).
+    :param lost: whether one of those had an attempt whose response was lost: it may have committed changes this
+      result does not list (where the server forgets tokens), so the result is ``uncertain``.
+    """
     children = plan.children
     result = WriteResult(
         token=plan.token,
         changes=tuple(change for slot in children for change in slot.changes),
         consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
-        attempts=sent.attempts,
+        attempts=earlier + sent.attempts,
         recovered=sent.response is None,
-        uncertain=sent.response is None and not proven(plan, sent),
+        uncertain=lost or (sent.response is None and not proven(plan, sent)),
         rollups_gone=tuple(change for slot in children for change in slot.gone),
     )
     for item, slot in zip(plan.items, plan.slots):

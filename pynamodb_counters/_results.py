@@ -39,13 +39,17 @@ class WriteResult:
     :ivar changes: every counter change the transaction made, one per child and relation, in request order.
     :ivar consumed_capacity: ``ConsumedCapacity`` as DynamoDB reported it (one entry per table); empty where the
       server reports none, as moto does.
-    :ivar attempts: how many requests it took.
+    :ivar attempts: how many requests it took, every round included (a write refused because its stored child
+      had changed, and sent again, counts both).
     :ivar recovered: ``True`` when an attempt's response was lost after the server committed and a later attempt
       recognised the committed write (nothing was counted twice).
     :ivar uncertain: ``True`` when the write was taken as recovered without proof: after an attempt whose response
       was lost, every child it deletes was found gone. They are gone and the counters are exact either way, but
       this write may not be what removed them (the lost attempt may not have committed, and the children may never
-      have existed), so its ``changes`` may not have happened.
+      have existed), so its ``changes`` may not have happened. Also ``True`` when an edit's attempt lost its
+      response and the edit was then counted again from a stored state another writer had changed: where the
+      server forgets tokens, the lost attempt may have committed changes that ``changes`` does not list (the
+      counters are exact either way).
     :ivar duplicate: ``True`` when ``save(ignore_duplicate=True)`` found the child already stored (nothing changed).
     :ivar missing: ``True`` when ``delete(ignore_missing=True)`` found no child to delete (nothing changed).
     :ivar rollups_gone: the decrements not made because their parent, a rollup created by its first count

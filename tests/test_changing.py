@@ -219,8 +219,8 @@ def test_an_edit_counts_from_the_stored_state_when_another_writer_changed_it(sen
     sent.clear()
     mine.title = "my title"
     mine.words = 150
-    mine.save()  # computed from words=100, draft: refused, learned from the stored item, sent again
-    assert [count for _, count in sent] == [2, 2]
+    result = mine.save()  # computed from words=100, draft: refused, learned from the stored item, sent again
+    assert [count for _, count in sent] == [2, 2] and result.attempts == 2
     assert counts() == (1, 0, 150)  # the last save wins, and the counters follow what is stored
     assert loaded().status == "draft"
 
@@ -528,3 +528,30 @@ def test_repair_of_conditional_and_sum_counters_sets_what_the_children_add_up_to
         assert [drift.actual for drift in report.drifts] == [actual], counter
         assert [r.status for r in repair(report.drifts).repairs] == ["repaired"]
         assert audit(counter, parents=parents).drifts == ()
+
+
+def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_is_created_meanwhile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pynamodb_counters import _pipeline
+
+    thread()
+    message(words=2).save()
+    mine = loaded()
+    loaded().delete()  # deleted after mine was loaded: my edit is refused, learned as absent, sent as new
+    calls: List[int] = []
+    real_send = _pipeline.send
+
+    def send(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:  # between my edit's refusal and its create: another writer creates the message
+            monkeypatch.setattr(_pipeline, "send", real_send)
+            message(status="published", words=40).save()
+            monkeypatch.setattr(_pipeline, "send", send)
+        return real_send(*args, **kwargs)
+
+    monkeypatch.setattr(_pipeline, "send", send)
+    mine.words = 5
+    result = mine.save()  # refused as a duplicate, learned as an edit of what is stored now, sent again
+    assert len(calls) == 3 and result.attempts == 3
+    assert counts() == (1, 0, 5)  # the last save wins: a draft of 5 words, counted from the stored published one
+    assert (loaded().status, loaded().words) == ("draft", 5)
