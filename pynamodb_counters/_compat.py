@@ -12,7 +12,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 import botocore.config
-from pynamodb.attributes import DiscriminatorAttribute
+from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
 from pynamodb.constants import BINARY, NUMBER, STRING
 
 from .exceptions import ParentKeyError
@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["ParentKey", "client_of", "discriminator_of", "key_attributes", "key_of", "normalize_key",
-           "pynamodb_connection", "serialize_key", "transact_client", "version_condition"]
+           "pynamodb_connection", "saved_version", "serialize_key", "transact_client",
+           "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
@@ -64,8 +65,10 @@ def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
 
     :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
     """
-    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
     key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(key) == (2 if model._range_keyname else 1) and None not in key:  # type: ignore[attr-defined]
+        return key  # the usual case, checked without building names for an error
+    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
     if len(key) != len(names):
         shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
         raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
@@ -84,6 +87,9 @@ def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Option
     """
     serialized: List[Any] = []
     for attribute, value in zip(key_attributes(model), key):
+        if type(value) is str and value and type(attribute) is UnicodeAttribute:  # serialized as it is
+            serialized.append(value)
+            continue
         try:
             out = attribute.serialize(value)
             ok = isinstance(out, _SERIALIZED_TYPES.get(attribute.attr_type, (object,)))
@@ -104,6 +110,20 @@ def version_condition(instance: Model, actions: Optional[List[Action]] = None,
     """PynamoDB's optimistic-locking condition for ``instance`` (``None`` without a ``VersionAttribute``);
     appends the version bump to ``actions`` or ``attributes`` as PynamoDB's own writes do."""
     condition: Optional[Condition] = instance._handle_version_attribute(actions=actions, attributes=attributes)
+    return condition
+
+
+def saved_version(instance: Model, actions: List[Action]) -> Optional[Condition]:
+    """What PynamoDB's ``save()`` does with a ``VersionAttribute``, as Update actions: append setting the version
+    to the instance's plus one (``1`` when it has none) to ``actions``, and return the condition that the stored
+    version is the instance's (``None`` without a ``VersionAttribute``)."""
+    name = type(instance)._version_attribute_name
+    if not name:
+        return None
+    attribute = type(instance).get_attributes()[name]
+    value = getattr(instance, name)
+    actions.append(attribute.set(value + 1 if value else 1))
+    condition: Condition = attribute == value if value else attribute.does_not_exist()
     return condition
 
 

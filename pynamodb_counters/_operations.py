@@ -119,7 +119,8 @@ def check_token(token: Optional[str]) -> str:
     return token
 
 
-def save_operation(instance: Model, condition: Optional[Condition] = None) -> Operation:
+def save_operation(instance: Model, condition: Optional[Condition] = None, *,
+                   add_version_condition: bool = True) -> Operation:
     """A save of ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
     a parent's save of everything but its counters when it is a parent only, otherwise an ordinary Put.
 
@@ -140,7 +141,7 @@ def save_operation(instance: Model, condition: Optional[Condition] = None) -> Op
         basis = stored_state(instance)
         if basis is not None:  # a stored child saved again: its counts follow the change
             return Operation("counted_edit", model, key_of(instance), instance, condition,
-                             parent_save_actions(instance), basis=basis)
+                             parent_save_actions(instance), add_version_condition, basis=basis)
     return Operation("counted_put" if counted else "put", model, key_of(instance), instance, condition,
                      shards="Update" if counted else "")
 

@@ -25,7 +25,7 @@ from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
 from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID, WRITTEN_BY
-from ._compat import discriminator_of, key_attributes, version_condition
+from ._compat import discriminator_of, key_attributes, saved_version, version_condition
 from ._operations import Operation
 from ._plans import ItemId, Plan, Slot
 from ._requests import (
@@ -185,9 +185,11 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
         if same is not None:  # counted from the stored state it was loaded as, or refused and learned again
             stored &= same
         condition = stored if condition is None else stored & condition
-        request = pynamodb_view(instance).get_update_kwargs_from_instance(
-            [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
-            add_version_condition=op.add_version_condition)
+        actions = [*op.actions, WRITTEN_BY.set(token)]
+        version = saved_version(instance, actions)  # as save() writes it: the local version plus one
+        if version is not None and op.add_version_condition:
+            condition &= version
+        request = key_request(model, op.key, condition=condition, actions=actions)
         return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
                                        added=op.added, changed=op.changed, gone=op.gone)
     if op.kind == "counted_update":

@@ -99,8 +99,9 @@ class CounterMixin(CountedBase):
           retry a write whose outcome you do not know (an idempotency key from your API's caller, say): the
           library recognises its own committed write by it and reports success, not a duplicate.
 
-        A child's Put is create-only, so ``add_version_condition`` has nothing to add there; PynamoDB 5's
-        positional ``settings`` is refused on counted and parent saves (use ``Meta.extra_headers``).
+        A new child's Put is create-only, so ``add_version_condition`` has nothing to add there; an edit honours it
+        as PynamoDB's ``save()`` does. PynamoDB 5's positional ``settings`` is refused on counted and parent saves
+        (use ``Meta.extra_headers``).
         """
         model = type(self)
         if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
@@ -116,7 +117,7 @@ class CounterMixin(CountedBase):
             if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
                 create_shards(model, [self])  # type: ignore[arg-type]
             return data
-        operation = save_operation(self, condition)  # type: ignore[arg-type]
+        operation = save_operation(self, condition, **options)  # type: ignore[arg-type]
         return _commit_one(operation, retry, token, DuplicateChildError if _value(ignore_duplicate) else None)
 
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = _UNSET,

@@ -555,3 +555,15 @@ def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_i
     assert len(calls) == 3 and result.attempts == 3
     assert counts() == (1, 0, 5)  # the last save wins: a draft of 5 words, counted from the stored published one
     assert (loaded().status, loaded().words) == ("draft", 5)
+
+
+def test_an_edit_honours_add_version_condition_as_pynamodbs_save_does() -> None:
+    from tests.models import Doc, Edit
+
+    Doc(doc_id="d1").save()
+    Edit(doc_id="d1", seq=1).save()
+    first, second = (Edit.get("d1", 1, consistent_read=True) for _ in range(2))
+    first.save()
+    second.save(add_version_condition=False)  # stale, but told not to check: it lands, as with PynamoDB
+    assert Edit.get("d1", 1, consistent_read=True).version == 2
+    assert Doc.get("d1").edit_count == 1
