@@ -285,7 +285,7 @@ def snapshot() -> List[Dict[str, Any]]:
 ChangingMessages.TestCase.settings = settings(max_examples=22, stateful_step_count=30, deadline=None,
                                               derandomize=True, database=None,
                                               suppress_health_check=[HealthCheck.too_slow])
-test_changing_messages = ChangingMessages.TestCase
+test_changing_messages = pytest.mark.slow(ChangingMessages.TestCase)  # about 17 s: run once, in the slow env
 
 
 def test_the_model_counts_as_the_issue_declares() -> None:
