@@ -213,7 +213,20 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
     :param lost: whether one of those had an attempt whose response was lost: it may have committed changes this
       result does not list (where the server forgets tokens), so the result is ``uncertain``.
     """
-    children = plan.children
+    children = []
+    for item, slot in zip(plan.items, plan.slots):
+        instance = slot.instance
+        if instance is not None and slot.model._version_attribute_name and ("Put" in item or slot.kind == "edit"):
+            instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
+        if slot.kind in ("put", "edit", "delete"):  # what the child is stored as now: what a later edit counts from
+            assert instance is not None
+            children.append(slot)
+            if slot.kind == "delete":
+                remember_stored(instance, None)
+            elif "Put" in item:
+                remember_stored(instance, item["Put"]["Item"])
+            else:
+                remember_stored(instance, (slot.state or instance).serialize(null_check=False))
     result = WriteResult(
         token=plan.token,
         changes=tuple(change for slot in children for change in slot.changes),
@@ -223,22 +236,13 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
         uncertain=lost or (sent.response is None and not proven(plan, sent)),
         rollups_gone=tuple(change for slot in children for change in slot.gone),
     )
-    for item, slot in zip(plan.items, plan.slots):
-        if slot.instance is not None and slot.model._version_attribute_name and (
-                "Put" in item or slot.kind == "edit"):
-            slot.instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
-    for item, slot in zip(plan.items, plan.slots):
-        if slot.kind in ("put", "edit", "delete"):  # what the child is stored as now: what a later edit counts from
-            assert slot.instance is not None
-            stored_as = slot.state if slot.state is not None else slot.instance
-            remember_stored(slot.instance, None if slot.kind == "delete" else item["Put"]["Item"] if "Put" in item
-                            else stored_as.serialize(null_check=False))
-    for slot in children:
-        for signal, changes in ((child_removed, slot.removed), (child_added, slot.added),
-                                (child_changed, slot.changed)):
-            if changes:
-                send_safely(signal, slot.model, instance=slot.instance, changes=changes,
-                            consumed_capacity=result.consumed_capacity, result=result)
+    if child_removed.receivers or child_added.receivers or child_changed.receivers:
+        for slot in children:
+            for signal, changes in ((child_removed, slot.removed), (child_added, slot.added),
+                                    (child_changed, slot.changed)):
+                if changes:
+                    send_safely(signal, slot.model, instance=slot.instance, changes=changes,
+                                consumed_capacity=result.consumed_capacity, result=result)
     return result
 
 

@@ -130,6 +130,12 @@ def count(op: Operation) -> List[Tuple[Relation, CounterChange]]:
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
     """
     assert op.instance is not None
+    if op.kind == "counted_put":  # a new child: what it counts for, added
+        pairs = [(relation, change) for relation in relations_of(op.model)
+                 for change in relation.changes(op.instance, 1)]
+        op.counted, op.removed, op.changed = pairs, (), ()
+        op.added = op.changes = tuple(change for _, change in pairs)
+        return pairs
     removed: List[Tuple[Relation, CounterChange]] = []
     added: List[Tuple[Relation, CounterChange]] = []
     changed: List[Tuple[Relation, CounterChange]] = []
@@ -266,15 +272,16 @@ def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> T
     fed_by = slot.fed_by
     if fed_by:  # which relations fed each counter changed here: an audit that cannot see one refuses the parent
         actions.append(FED_BY.add(set(fed_by)))
+    counters = counters_of(model)
     for name, delta in slot.deltas.items():
         if delta:
             actions.insert(-1 - bool(fed_by), attributes[name].add(delta))
-        if delta < 0 and counters_of(model)[name].shards == 1:
+        if delta < 0 and counters[name].shards == 1:
             # the floor of zero, lifted while the parent records shards its model no longer declares: until
             # reshard() folds them in, the parent item holds only part of a formerly sharded counter
             condition &= (attributes[name] >= -delta) | (SHARD_COUNT > shard_count(model))
-        if delta > 0 and counters_of(model)[name].limit is not None:
-            limit = within_limit(counters_of(model)[name], delta)
+        if delta > 0 and counters[name].limited:
+            limit = within_limit(counters[name], delta)
             condition = limit if condition is None else condition & limit
     if merged is not None:
         if merged.condition is not None:

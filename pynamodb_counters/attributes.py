@@ -152,6 +152,11 @@ class CounterField(Attribute[int]):
         return totals
 
     @property
+    def limited(self) -> bool:
+        """Whether the counter has a limit."""
+        return self._limit is not None
+
+    @property
     def limit(self) -> Union[None, int, Attribute[Any]]:
         """The most the counter may hold: ``None`` (no limit), a whole number, or the parent's number attribute
         that holds it (read from the stored item in each write's condition; a parent without it has no limit).
