@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 from ._compat import key_of
 from ._context import counting_skipped
@@ -56,6 +56,8 @@ class Operation:
     :ivar gone_parents: the rollups (parent model, key) found gone: their decrements are not sent.
     :ivar gone: the changes not sent because their rollup was gone.
     :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
+    :ivar known: a counted update's attributes whose new value is known before sending, with the value.
+    :ivar unknown: a counted update's attributes its other actions touch.
     """
 
     kind: str
@@ -77,6 +79,8 @@ class Operation:
     gone_parents: Set[Tuple[Any, Tuple[Any, ...]]] = field(default_factory=set)
     gone: Tuple[CounterChange, ...] = ()
     recreated: bool = False
+    known: Dict[str, Any] = field(default_factory=dict)
+    unknown: FrozenSet[str] = frozenset()
 
     @property
     def counted_state(self) -> Optional[Model]:
@@ -177,11 +181,12 @@ def update_operation(instance: Model, actions: Sequence[Action], condition: Opti
     if not touched:
         return Operation("update", type(instance), key_of(instance), instance, condition, list(actions),
                          add_version_condition)
-    for name in sorted(known_values(type(instance), actions)[1] & touched):  # refused before any read
+    known, unknown = known_values(type(instance), actions)
+    for name in sorted(unknown & touched):  # refused before any read
         raise bypass_of(type(instance), name)
     # it sets what decides the child's counts: a counted update, from the stored state (read first if unknown)
     op = Operation("counted_update", type(instance), key_of(instance), instance, condition, list(actions),
-                   add_version_condition, basis=stored_state(instance))
+                   add_version_condition, basis=stored_state(instance), known=known, unknown=unknown)
     if op.basis is not None:
         prepare_update(op)
     return op
@@ -195,13 +200,12 @@ def prepare_update(op: Operation) -> None:
       ``if_not_exists``...) on an attribute that decides what the child counts for.
     """
     assert op.basis is not None
-    known, unknown = known_values(op.model, op.actions)
     after = op.model.from_raw_data(op.basis.serialize(null_check=False))
-    for name, value in known.items():
+    for name, value in op.known.items():
         setattr(after, name, value)
     deciding_names = {name for relation in relations_of(op.model)
                       for state in (op.basis, after) for name in relation.read_attributes(state)}
-    for name in sorted(unknown & deciding_names):
+    for name in sorted(op.unknown & deciding_names):
         raise bypass_of(op.model, name)
     op.after = after
 

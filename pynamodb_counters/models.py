@@ -29,7 +29,6 @@ from ._requests import (
     check_counters_unchanged,
     discriminator_condition,
     guard_update,
-    known_values,
     parent_save_actions,
     pending_fold,
     pending_fold_message,
@@ -167,11 +166,10 @@ class CounterMixin(CountedBase):
         if operation.kind != "counted_update":
             return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
         result = _commit_one(operation, retry, token, None)
-        known, unknown = known_values(model, actions)  # type: ignore[arg-type]
-        if unknown:
+        if operation.unknown:
             self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
         else:
-            for name, value in known.items():
+            for name, value in operation.known.items():
                 setattr(self, name, value)
         return result
 
