@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from pynamodb.models import Model
 
@@ -35,7 +35,7 @@ from .exceptions import (
 )
 
 __all__ = ["ABSENT", "explain_size", "most_fundamental", "names_parents", "next_token", "proven", "refusals",
-           "relearned", "stale_children"]
+           "relearned", "returned_rollups", "stale_children"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
@@ -95,7 +95,7 @@ def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
     return bool(children) and all(
         slot.kind == "delete" and reason.get("Code") == _CHECK_FAILED and not reason.get("Item")
         for slot, reason in children
-    ) and all(reason.get("Code", "None") in ("None", _CHECK_FAILED) and slot.kind == "parent"
+    ) and all(reason.get("Code", "None") in ("None", _CHECK_FAILED) and slot.kind in ("parent", "gone")
               or reason.get("Code", "None") == "None" for slot, reason in others)
 
 
@@ -132,6 +132,9 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], se
         return MissingChildError(f"{where} does not exist; no counter was decremented", sent.error, **common)
     if slot.kind == "parent":
         return _parent_error(slot, item, where, sent, common)
+    if slot.kind == "gone":
+        return ConditionFailedError(f"rollup {where}, found gone, kept being created again while a delete counted "
+                                    f"off it was sent; nothing was written", sent.error, **common)
     return ConditionFailedError(f"the condition on {where} was not met", sent.error, **common)
 
 
@@ -238,6 +241,13 @@ def explain_size(plan: Plan, error: TransactionError) -> TransactionError:
 
 
 _LIBRARY_ATTRIBUTES = frozenset((WRITE_ID, SHARD_COUNT.attr_name))
+
+
+def returned_rollups(plan: Plan, sent: Sent) -> Set[Tuple[Type[Model], Tuple[Any, ...]]]:
+    """The rollups (model, key) a write sent without their decrements, because it had found them gone, that the
+    refusal found stored again (created since by a first count)."""
+    return {(slot.model, slot.key) for slot, reason in zip(plan.slots, sent.cancellation_reasons or [])
+            if slot.kind == "gone" and reason.get("Code") == _CHECK_FAILED}
 
 
 ABSENT: Any = object()

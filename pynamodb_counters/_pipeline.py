@@ -26,6 +26,7 @@ from ._outcomes import (
     next_token,
     proven,
     refusals,
+    returned_rollups,
     stale_children,
 )
 from ._planner import plan
@@ -122,16 +123,23 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
         refused = refusals(planned, sent) if sent.response is None else None  # None: committed
         if refused is None:
             return finish(planned, sent, earlier, lost)
-        learned = stale_children(planned, sent, operations) if attempt < policy.max_attempts else {}
-        if learned:  # the refused attempt wrote nothing: again, from the stored state, as a new request
+        again = attempt < policy.max_attempts
+        learned = stale_children(planned, sent, operations) if again else {}
+        returned = returned_rollups(planned, sent) if again else set()
+        if learned or returned:  # the refused attempt wrote nothing: again, from the stored state, as a new request
             for index, stored in learned.items():
                 _relearn(operations[index], stored)
+            for op in operations:  # rollups found gone, and created again since: the child counts off them
+                op.gone_parents -= returned
             token = next_token(token)
             continue
-        gone = _gone_rollups(refused, operations) if attempt < policy.max_attempts else False
-        if gone:  # rollups that expired: the child goes without their decrements, as a new request
+        gone, others = _gone_rollups(refused, operations)
+        if gone and not others and again:  # rollups that expired: the child goes without their decrements
+            for op, parent in gone:
+                op.gone_parents.add(parent)
             token = next_token(token)
             continue
+        refused = others or refused  # beside another refusal, a gone rollup is none: that refusal stands
         errors = [error for _, error in refused]
         signal_refusals(planned, errors)
         refusal = most_fundamental(errors)
@@ -142,21 +150,27 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
         return Refused(planned, refused)
 
 
-def _gone_rollups(refused: List[Tuple[Slot, CounterError]], operations: Sequence[Operation]) -> bool:
-    """Mark, on the operations, the rollup parents a refusal found gone that only the decrements of relations
-    creating their parents (``create_parent=True``) feed: a decrement never creates a parent, and the child may go
-    without it. ``False`` when there is none (the refusal stands)."""
-    marked = False
+def _gone_rollups(refused: List[Tuple[Slot, CounterError]], operations: Sequence[Operation]
+                  ) -> Tuple[List[Tuple[Operation, Tuple[Any, Tuple[Any, ...]]]], List[Tuple[Slot, CounterError]]]:
+    """Split a refusal into the rollup parents it found gone that only the decrements of relations creating their
+    parents (``create_parent=True``) feed, each with the operations feeding it (a decrement never creates a
+    parent, and the child may go without it), and the other refusals.
+
+    Only a refusal made of gone rollups alone sends the write again without their decrements: beside any other
+    refusal (a missing child above all, whose rollup is absent because it was never counted), the other refusal
+    stands, and the decrements are not dropped on the strength of a state that another writer may change before
+    the write is sent again."""
+    gone: List[Tuple[Operation, Tuple[Any, Tuple[Any, ...]]]] = []
+    others: List[Tuple[Slot, CounterError]] = []
     for slot, error in refused:
-        if slot.kind != "parent" or slot.shard or not isinstance(error, ParentNotFoundError):
-            continue
         feeding = [(op, relation, change) for op in operations for relation, change in op.counted
-                   if change.parent is slot.model and change.key == slot.key]
+                   if change.parent is slot.model and change.key == slot.key] \
+            if slot.kind == "parent" and not slot.shard and isinstance(error, ParentNotFoundError) else []
         if feeding and all(relation.create_parent and change.delta < 0 for _, relation, change in feeding):
-            for op, _, _ in feeding:
-                op.gone_parents.add((slot.model, slot.key))
-            marked = True
-    return marked
+            gone.extend((op, (slot.model, slot.key)) for op, _, _ in feeding)
+        else:
+            others.append((slot, error))
+    return gone, others
 
 
 def _relearn(op: Operation, stored: Any) -> None:

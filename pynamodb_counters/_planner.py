@@ -14,6 +14,8 @@ What a plan guarantees, before anything is sent:
 * a sharded counter's delta goes to the child's shard item (the parent item for shard 0), guarded by that item
   being a shard, with no floor (a shard may dip below zero once its counter is resharded; the total stays
   exact); saving a parent with sharded counters creates its shard items, deleting it deletes them;
+* a delete sent again without the decrement of a rollup found gone (expired) carries a ConditionCheck that the
+  rollup is still absent;
 * no item is named twice, and there are at most 100 actions.
 """
 from __future__ import annotations
@@ -53,6 +55,8 @@ __all__ = ["COUNTED", "MAX_ACTIONS", "count", "plan", "shard_entries"]
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
 
+_Entry = Tuple[ItemId, str, Dict[str, Any], Slot]  # an action of a plan: its item, its kind, its request, its slot
+
 
 def plan(operations: Sequence[Operation], token: str) -> Plan:
     """Build the TransactWriteItems of ``operations``. Pure: reads the models, sends nothing. Each counted
@@ -62,7 +66,7 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
     :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
     :raises ParentKeyError: a relation's key function gave an unusable parent key.
     """
-    entries: List[Tuple[ItemId, str, Dict[str, Any], Slot]] = []
+    entries: List[_Entry] = []
     parents: Dict[ItemId, Slot] = {}
     merged: Dict[ItemId, Operation] = {}
 
@@ -96,6 +100,7 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
     for where, slot in parents.items():
         action, request = _parent_request(slot, merged.get(where), where)
         entries.append((where, action, request, slot))
+    entries.extend(_gone_checks(operations, parents))
 
     seen = set()
     for where, _, _, slot in entries:
@@ -155,8 +160,9 @@ def count(op: Operation) -> List[Tuple[Relation, CounterChange]]:
             continue
         removed.extend((relation, change) for change in before)
         added.extend((relation, change) for change in after)
-    if op.gone_parents:  # rollups found gone (expired): their decrements are not sent, and are reported
-        op.gone = tuple(change for _, change in removed if (change.parent, change.key) in op.gone_parents)
+    # rollups found gone (expired): their decrements are not sent, and are reported
+    op.gone = tuple(change for _, change in removed if (change.parent, change.key) in op.gone_parents)
+    if op.gone:
         removed = [(relation, change) for relation, change in removed
                    if (change.parent, change.key) not in op.gone_parents]
     op.removed = tuple(change for _, change in removed)
@@ -246,8 +252,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
     return "ConditionCheck", request, Slot("other", model, op.key)
 
 
-def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[Tuple[ItemId, str, Dict[str, Any],
-                                                                                         Slot]]:
+def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[_Entry]:
     """The actions that create (``action="Update"``) or delete (``"Delete"``) a parent's shard items ``1`` and up,
     as plan entries; none for a model without sharded counters."""
     entries = []
@@ -257,6 +262,21 @@ def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List
         kwargs: Dict[str, Any] = {"actions": [SHARD.set(shard)]} if action == "Update" else {}
         request = serialized_key_request(model, where[1], where[2], **kwargs)
         entries.append((where, action, request, Slot("shard", model, key, shard=shard)))
+    return entries
+
+
+def _gone_checks(operations: Sequence[Operation], parents: Dict[ItemId, Slot]) -> List[_Entry]:
+    """A ConditionCheck that each rollup found gone (whose decrements are left out) is still absent: created again
+    since (by a later first count), it counts the child after all, and the refusal says so."""
+    entries: List[_Entry] = []
+    for op in operations:
+        for model, key in sorted(op.gone_parents, key=repr):
+            where = item_id(model, key)
+            if where in parents or any(entry[0] == where for entry in entries):
+                continue  # another child's count creates it in this same transaction
+            absent = key_attributes(model)[0].does_not_exist()
+            entries.append((where, "ConditionCheck", key_request(model, key, condition=absent),
+                            Slot("gone", model, key)))
     return entries
 
 

@@ -29,7 +29,8 @@ class Slot:
 
     :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update (on the
       parent item or one of its shard items), ``"shard"`` for creating or deleting a shard item with its parent,
-      ``"other"`` for a caller's uncounted write.
+      ``"other"`` for a caller's uncounted write, ``"gone"`` for the check that a rollup found gone is still
+      absent.
     :ivar key: the item's key; for ``"parent"`` and ``"shard"`` slots, the parent's key (see :attr:`shard`).
     :ivar shard: the shard item the slot writes, ``0`` for the parent item itself.
     """

@@ -300,7 +300,8 @@ def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) 
     fit in the room the stored count leaves are kept, in input order, and only the others are refused
     (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
     def counted_into(slot: Slot, op: Operation) -> bool:
-        return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard for c in op.changes)
+        return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard for c in op.changes) or \
+            (slot.kind == "gone" and (slot.model, slot.key) in op.gone_parents)
 
     errors: Dict[int, List[CounterError]] = {}
     for slot, error in refusal.refused:

@@ -144,3 +144,85 @@ def test_parent_defaults_that_fail_or_name_other_things_write_nothing(defaults: 
         object.__setattr__(relation, "_parent_defaults", original)
     assert snapshot() == before
     assert NumberAttribute  # noqa: B018  (imported for the models above)
+
+
+def _meanwhile(monkeypatch: pytest.MonkeyPatch, on_call: int, other_writer: Any) -> list:
+    """Run ``other_writer`` just before the ``on_call``-th TransactWriteItems of the write under test."""
+    from pynamodb_counters import _pipeline
+
+    calls: list = []
+    real_send = _pipeline.send
+
+    def send(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[1])
+        if len(calls) == on_call:
+            monkeypatch.setattr(_pipeline, "send", real_send)
+            other_writer()
+            monkeypatch.setattr(_pipeline, "send", send)
+        return real_send(*args, **kwargs)
+
+    monkeypatch.setattr(_pipeline, "send", send)
+    return calls
+
+
+def test_a_delete_of_a_missing_clap_whose_rollup_is_absent_is_a_missing_child_even_if_it_is_clapped_meanwhile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race CI found: an unclap racing the first clap of a day. The unclap's first attempt finds neither
+    the clap nor its rollup; the clap is then saved (creating the rollup with 1). The unclap is refused as a
+    missing child (it came first); it must not be sent again without the rollup's decrement, which would delete
+    the clap and leave the rollup counting it."""
+    from pynamodb_counters.exceptions import MissingChildError
+
+    show()
+    calls = _meanwhile(monkeypatch, 2, lambda: clap("a").save())
+    with pytest.raises(MissingChildError):
+        clap("a").delete()
+    assert len(calls) == 1  # refused at once, not sent again without the decrement
+    monkeypatch.undo()
+    clap("a").save()  # the clap that would have been saved meanwhile
+    bucket = daily()
+    stored = list(Clap.query("SHOW#s1", Clap.sk.startswith("CLAP#"), consistent_read=True))
+    assert [c.sk for c in stored] == ["CLAP#USER#a"]
+    assert bucket is not None and bucket.claps == 1 and Show.get("SHOW#s1", "META").clap_total == 1
+
+
+def test_a_delete_sent_again_without_a_gone_rollups_decrement_decrements_it_if_the_rollup_returned_meanwhile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rollup found gone, then created again (by a delete and a new save of the same clap) before the delete
+    is sent again without its decrement: the resend checks that the rollup is still absent; it is not, so the
+    delete counts off it after all. Every count follows the stored state at commit."""
+    show()
+    clap("a").save()
+    DailyClaps._get_connection().delete_item("SHOW#s1", range_key="DAY#2026-11-30")  # expired: TTL deleted it
+
+    def again() -> None:
+        Clap.get("SHOW#s1", "CLAP#USER#a").delete()  # its rollup is gone: deleted without that decrement
+        clap("a").save()  # the day's first clap again: the rollup is created with 1
+
+    mine = clap("a")
+    calls = _meanwhile(monkeypatch, 2, again)
+    result = mine.delete()
+    assert len(calls) >= 3 and result.attempts == len(calls)
+    assert result.rollups_gone == ()
+    assert CounterChange(DailyClaps, ("SHOW#s1", "DAY#2026-11-30"), "claps", -1, 0) in result.changes
+    bucket = daily()
+    assert bucket is not None and bucket.claps == 0
+    assert list(Clap.query("SHOW#s1", Clap.sk.startswith("CLAP#"), consistent_read=True)) == []
+    assert Show.get("SHOW#s1", "META").clap_total == 0
+
+
+def test_bulk_deletes_a_child_whose_rollup_is_gone_and_refuses_one_that_is_missing() -> None:
+    from pynamodb_counters import bulk_delete
+    from pynamodb_counters.exceptions import MissingChildError
+
+    show()
+    clap("a").save()
+    DailyClaps._get_connection().delete_item("SHOW#s1", range_key="DAY#2026-11-30")  # expired: TTL deleted it
+    result = bulk_delete([clap("ghost", day="2026-11-29"), clap("a")])  # no clap, no rollup that day
+    statuses = [(outcome.status, type(outcome.error).__name__) for outcome in result.outcomes]
+    assert statuses == [("rejected", MissingChildError.__name__), ("removed", "NoneType")]
+    gone = [change for r in result.results for change in r.rollups_gone]
+    assert gone == [CounterChange(DailyClaps, ("SHOW#s1", "DAY#2026-11-30"), "claps", -1, 0)]
+    assert daily() is None and daily("2026-11-29") is None
+    assert Show.get("SHOW#s1", "META").clap_total == 0
+    assert list(Clap.query("SHOW#s1", Clap.sk.startswith("CLAP#"), consistent_read=True)) == []
