@@ -80,3 +80,34 @@ def test_five_thousand_claps_over_thirty_days_on_ten_shows(large: ServedMoto) ->
 
 def test_five_hundred_claps_over_a_week_on_three_shows(large: ServedMoto) -> None:
     run(claps=500, shows=3, days=7, threads=4, seed=1130)
+
+
+def test_unclaps_racing_the_first_clap_of_each_day_never_leave_a_rollup_counting_a_deleted_clap(
+        served: ServedMoto) -> None:
+    """The race the 5,000-clap run once found, made frequent: each round, on a day no clap has reached yet, two
+    unclaps and the clap they undo start together. Whatever the order, the day's rollup (if any) equals its
+    recount, and the show's total equals the claps stored."""
+    Show(pk="SHOW#race", sk="META").save()
+    rounds, racers = 60, 3
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def act(args: Tuple[int, int]) -> None:
+        day, role = args
+        clap = Clap(pk="SHOW#race", sk=f"CLAP#USER#u#{day}", day=f"R{day:03d}", clapped_at=DAY_ZERO + day)
+        try:
+            outcome = "saved" if role == 0 and clap.save(retry=FAST) else "deleted" if clap.delete(retry=FAST) else ""
+        except (DuplicateChildError, MissingChildError) as error:
+            outcome = type(error).__name__
+        with lock:
+            outcomes[outcome] += 1
+
+    with ThreadPoolExecutor(racers * 2) as pool:
+        for start in range(0, rounds, 2):  # two days at a time, each with its clap and two unclaps
+            list(pool.map(act, [(day, role) for day in (start, start + 1) for role in range(racers)]))
+    stored = Counter(c.day for c in Clap.query("SHOW#race", Clap.sk.startswith("CLAP#"), consistent_read=True))
+    buckets = {b.sk[len("DAY#"):]: b.claps
+               for b in DailyClaps.query("SHOW#race", DailyClaps.sk.startswith("DAY#"), consistent_read=True)}
+    assert {day: count for day, count in buckets.items() if count} == dict(stored)
+    assert Show.get("SHOW#race", "META", consistent_read=True).clap_total == sum(stored.values())
+    assert outcomes["saved"] == rounds and outcomes["deleted"] + outcomes["MissingChildError"] == rounds * 2
