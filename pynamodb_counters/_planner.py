@@ -42,7 +42,7 @@ from ._requests import (
 )
 from ._results import CounterChange
 from ._shards import shard_key
-from ._spec import counters_of, relations_of, shard_count
+from ._spec import counters_of, relations_of, shard_count, spec_of
 from .exceptions import InvalidTransactionError, TransactionTooLargeError
 from .relations import Relation
 
@@ -54,6 +54,9 @@ __all__ = ["COUNTED", "MAX_ACTIONS", "count", "plan", "shard_entries"]
 
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
+
+_SHAPES_HELD = 256
+"""How many shapes of counter Update the planner keeps per parent model (:attr:`ModelSpec.requests`)."""
 
 _Entry = Tuple[ItemId, str, Dict[str, Any], Slot]  # an action of a plan: its item, its kind, its request, its slot
 
@@ -281,6 +284,30 @@ def _gone_checks(operations: Sequence[Operation], parents: Dict[ItemId, Slot]) -
 
 
 def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> Tuple[str, Dict[str, Any]]:
+    """A parent's counter Update. Its request depends only on the declarations and the slot's shape (which
+    deltas, which feeds, whether it creates its parent), except for the key, a caller's merged update and a created
+    parent's defaults: each shape is built once through PynamoDB and then copied with another key."""
+    if merged is not None or (slot.creates and slot.defaults):
+        return "Update", _build_parent_request(slot, merged, where)
+    shape = (bool(slot.shard), tuple(slot.deltas.items()), frozenset(slot.fed_by), slot.creates,
+             shard_count(slot.model))
+    held = spec_of(slot.model).requests
+    template = held.get(shape)
+    if template is None:
+        request = _build_parent_request(slot, None, where)
+        if len(held) < _SHAPES_HELD:  # sums bring a shape per amount: keep the first few hundred
+            held[shape] = dict(request)
+        return "Update", request
+    request = dict(template)
+    (hash_name, hash_value), *ranged = template["Key"].items()
+    key = {hash_name: {next(iter(hash_value)): where[1]}}
+    for range_name, range_value in ranged:
+        key[range_name] = {next(iter(range_value)): where[2]}
+    request["Key"] = key
+    return "Update", request
+
+
+def _build_parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> Dict[str, Any]:
     model = slot.model
     attributes = model.get_attributes()
     actions: List[Action] = [SEQUENCE.add(1)]
@@ -312,7 +339,7 @@ def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> T
             if version is not None:
                 condition = version if condition is None else condition & version
         actions = extra + actions
-    return "Update", serialized_key_request(model, where[1], where[2], condition=condition, actions=actions)
+    return serialized_key_request(model, where[1], where[2], condition=condition, actions=actions)
 
 
 def _created_with(model: Type[Model], defaults: Dict[str, Any]) -> List[Action]:

@@ -9,7 +9,7 @@ imported) after their parent.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ._base import CountedBase, counted_classes
@@ -28,10 +28,14 @@ class ModelSpec:
 
     :ivar counters: its :class:`~pynamodb_counters.CounterField` attributes by Python name.
     :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
+    :ivar requests: a memo the planner keeps for this model's items as parents: each shape of counter Update it
+      built (which deltas, which feeds, which guard), as a request to copy with another key. Requests depend on
+      nothing but the declarations and the shape, so they are kept with the declarations.
     """
 
     counters: Dict[str, CounterField]
     relations: Tuple[Relation, ...]
+    requests: Dict[Any, Dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def shard_count(self) -> int:
