@@ -31,6 +31,7 @@ from ._compat import discriminator_of, key_attributes, saved_version, version_co
 from ._operations import Operation
 from ._plans import ItemId, Plan, Slot
 from ._requests import (
+    created_parent_condition,
     item_id,
     key_request,
     parent_condition,
@@ -313,7 +314,8 @@ def _build_parent_request(slot: Slot, merged: Optional[Operation], where: ItemId
     actions: List[Action] = [SEQUENCE.add(1)]
     # a rollup's increment creates its parent where absent; a decrement, or any other parent, must find it stored
     creates = slot.creates and not slot.shard and all(delta >= 0 for delta in slot.deltas.values())
-    condition: Any = SHARD.exists() if slot.shard else None if creates else parent_condition(model)
+    condition: Any = SHARD.exists() if slot.shard else created_parent_condition(model) if creates \
+        else parent_condition(model)
     if creates:
         actions.extend(_created_with(model, slot.defaults or {}))
     fed_by = slot.fed_by

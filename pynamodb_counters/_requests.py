@@ -29,11 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_unchanged", "deciding",
-           "discriminator_condition", "guard_update", "item_id", "key_request", "known_values", "parent_condition",
-           "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view", "reshape_requests",
-           "sequence_unchanged", "serialized_key_request", "shard_request", "total_requests", "unchanged",
-           "within_limit"]
+__all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_unchanged", "created_parent_condition",
+           "deciding", "discriminator_condition", "guard_update", "item_id", "key_request", "known_values",
+           "parent_condition", "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view",
+           "reshape_requests", "sequence_unchanged", "serialized_key_request", "shard_request", "total_requests",
+           "unchanged", "within_limit"]
 
 
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
@@ -65,6 +65,18 @@ def parent_condition(model: Type[Model]) -> Condition:
     condition: Condition = key_attributes(model)[0].exists()
     discriminator = discriminator_condition(model)
     return condition if discriminator is None else condition & discriminator
+
+
+def created_parent_condition(model: Type[Model]) -> Optional[Condition]:
+    """What a parent created by its first count (a rollup) is guarded by: nothing in a model of its own; in a
+    single-table (polymorphic) model, that the item is absent or holds ``model``, never another class's item."""
+    attribute = discriminator_of(model)
+    discriminator = discriminator_condition(model)
+    if attribute is None or discriminator is None:
+        return None
+    absent: Condition = attribute.does_not_exist()
+    guard: Condition = absent | discriminator
+    return guard
 
 
 def discriminator_condition(model: Type[Model]) -> Optional[Condition]:

@@ -226,3 +226,45 @@ def test_bulk_deletes_a_child_whose_rollup_is_gone_and_refuses_one_that_is_missi
     assert daily() is None and daily("2026-11-29") is None
     assert Show.get("SHOW#s1", "META").clap_total == 0
     assert list(Clap.query("SHOW#s1", Clap.sk.startswith("CLAP#"), consistent_read=True)) == []
+
+
+def test_a_rollup_in_a_single_table_never_counts_into_an_item_of_another_class() -> None:
+    """A first count creates its rollup; it must not ADD its counter to an item of another class stored under the
+    same key (a single-table design whose keys collide): refused as a foreign parent, nothing written."""
+    from pynamodb.attributes import DiscriminatorAttribute
+
+    class Stored(CounterMixin, Model):
+        class Meta:
+            table_name = "Polyrollups"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        kind = DiscriminatorAttribute()
+
+    class Profile(Stored, discriminator="Profile"):
+        name = UnicodeAttribute(null=True)
+
+    class DailyVisits(Stored, discriminator="DailyVisits"):
+        visits = CounterField()
+
+    class Visit(CounterMixin, Model):
+        class Meta:
+            table_name = "Polyrollups"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        day = UnicodeAttribute()
+        daily = counted_by(DailyVisits.visits, key=lambda v: (v.pk, f"DAY#{v.day}"), create_parent=True)
+
+    Stored.create_table(read_capacity_units=1, write_capacity_units=1, wait=True)
+    Visit(pk="U#1", sk="VISIT#a", day="1").save()  # creates its rollup, with its discriminator
+    assert [(d.kind, d.visits) for d in DailyVisits.query("U#1", DailyVisits.sk == "DAY#1")] == \
+        [(DailyVisits, 1)]
+    Profile(pk="U#1", sk="DAY#2", name="not a rollup").save()  # another class's item, under a rollup's key
+    before = sorted(str(item.serialize()) for item in Stored.scan(consistent_read=True))
+    with pytest.raises(ParentNotFoundError, match="Profile"):
+        Visit(pk="U#1", sk="VISIT#b", day="2").save()
+    assert sorted(str(item.serialize()) for item in Stored.scan(consistent_read=True)) == before
+    assert Visit.count("U#1", Visit.sk.startswith("VISIT#b")) == 0
