@@ -286,12 +286,17 @@ def _gone_checks(operations: Sequence[Operation], parents: Dict[ItemId, Slot]) -
 
 def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> Tuple[str, Dict[str, Any]]:
     """A parent's counter Update. Its request depends only on the declarations and the slot's shape (which
-    deltas, which feeds, whether it creates its parent), except for the key, a caller's merged update and a created
-    parent's defaults: each shape is built once through PynamoDB and then copied with another key."""
+    deltas, which feeds, whether it creates its parent, its table, its counters' shards and limits, and, in a
+    single-table model, the subclasses declared so far), except for the key, a caller's merged update and a
+    created parent's defaults: each shape is built once through PynamoDB and then copied with another key."""
     if merged is not None or (slot.creates and slot.defaults):
         return "Update", _build_parent_request(slot, merged, where)
-    shape = (bool(slot.shard), tuple(slot.deltas.items()), frozenset(slot.fed_by), slot.creates,
-             shard_count(slot.model))
+    discriminator = discriminator_of(slot.model)  # its guard names the subclasses known: more may be declared
+    counters = counters_of(slot.model)
+    shape = (slot.model.Meta.table_name,  # PynamoDB follows a table name changed at run time
+             bool(slot.shard), tuple(slot.deltas.items()), frozenset(slot.fed_by), slot.creates,
+             shard_count(slot.model), tuple((counters[name].shards, _limit_of(counters[name])) for name in slot.deltas),
+             None if discriminator is None else tuple(discriminator.get_registered_subclasses(slot.model)))
     held = spec_of(slot.model).requests
     template = held.get(shape)
     if template is None:
@@ -306,6 +311,12 @@ def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> T
         key[range_name] = {next(iter(range_value)): where[2]}
     request["Key"] = key
     return "Update", request
+
+
+def _limit_of(counter: Any) -> Any:
+    """A counter's limit as part of a shape: the number, or the name of the parent's attribute holding it."""
+    limit = counter.limit
+    return limit if limit is None or isinstance(limit, int) else limit.attr_name
 
 
 def _build_parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> Dict[str, Any]:

@@ -99,3 +99,68 @@ def test_a_sum_counter_holds_a_bounded_number_of_shapes() -> None:
         assert item["Update"]["Key"] == {"pk": {"S": "THREAD#t"}, "sk": {"S": "META"}}
         assert {"N": str(words)} in item["Update"]["ExpressionAttributeValues"].values() or words == 0
     assert len(spec_of(Thread).requests) == _planner._SHAPES_HELD
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_subclass_of_a_polymorphic_parent_declared_after_its_shape_was_held_is_counted() -> None:
+    """Models split across modules: a subclass of a single-table parent, imported after the parent's counter
+    Update was first built, must be accepted as that parent (the held shape's discriminator guard must see it)."""
+    from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
+
+    from pynamodb_counters import CounterField, CounterMixin, counted_by
+    from tests.models import REGION
+
+    class Thing(CounterMixin, Model):  # a family of its own: the suite's shared models stay as declared
+        class Meta:
+            table_name = "Things"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        kind = DiscriminatorAttribute()
+
+    class Folder(Thing, discriminator="Folder"):
+        file_count = CounterField()
+
+    class File(Thing, discriminator="File"):
+        folder = counted_by(Folder.file_count, key=lambda f: (f.pk, "FOLDER"))
+
+    Thing.create_table(read_capacity_units=1, write_capacity_units=1, wait=True)
+    Folder(pk="F1", sk="FOLDER").save()
+    File(pk="F1", sk="FILE#1").save()  # the shape of Folder's Update is held, guarded by the classes known so far
+
+    class SharedFolder(Folder, discriminator="SharedFolder"):  # declared later, in another module
+        pass
+
+    SharedFolder(pk="F2", sk="FOLDER").save()
+    File(pk="F2", sk="FILE#1").save()
+    stored = Folder.get("F2", "FOLDER", consistent_read=True)
+    assert isinstance(stored, SharedFolder) and stored.file_count == 1
+
+
+@pytest.mark.usefixtures("dynamodb", "fresh_memo")
+def test_a_parent_model_moved_to_another_table_at_run_time_is_counted_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PynamoDB follows a ``Meta.table_name`` changed at run time (a table per tenant, per test worker): a held
+    shape must not send a parent's Update to the table it was built for."""
+    Post(pk="POST#a", sk="META").save()
+    Like(pk="POST#a", sk="LIKE#USER#1", liked_at=1).save()  # the shape of Post's Update is held, for "Social"
+    monkeypatch.setattr(Post.Meta, "table_name", "SocialB")
+    Post.create_table(read_capacity_units=1, write_capacity_units=1, wait=True)
+    Post(pk="POST#a", sk="META").save()
+    Like(pk="POST#a", sk="LIKE#USER#2", liked_at=1).save()
+    assert Post.get("POST#a", "META", consistent_read=True).like_tally == 1  # in SocialB
+    monkeypatch.undo()
+    assert Post.get("POST#a", "META", consistent_read=True).like_tally == 1  # in Social: not counted twice there
+
+
+@pytest.mark.usefixtures("fresh_memo")
+@pytest.mark.parametrize("change", ["shards", "limit"])
+def test_a_counter_redeclared_at_run_time_is_not_planned_from_its_old_shape(
+        change: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite redeploys a counter within one process (sharded, unsharded, limited): a held shape must follow."""
+    child, counter, value = (Fan(pk="VIDEO#1", sk="FAN#USER#a"), Video.fan_count, 1) if change == "shards" else \
+        (Player(pk="GAME#1", sk="PLAYER#a"), Game.players, 1000)
+    operation = delete_operation if change == "shards" else save_operation
+    plan([operation(child)], "tok")  # the shape is held
+    monkeypatch.setattr(counter, "shards" if change == "shards" else "_limit", value)
+    assert plan([operation(child)], "tok").items == built_afresh([operation(child)], "tok", monkeypatch)
