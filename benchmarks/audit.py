@@ -1,5 +1,6 @@
 """
-Benchmark: ``audit()`` of many parents, parallel against sequential, in one run on the served moto engine.
+Benchmark: ``audit()`` of many parents against the recount a user writes without this library, in one run on
+the served moto engine.
 
 ::
 
@@ -10,19 +11,25 @@ Benchmark: ``audit()`` of many parents, parallel against sequential, in one run 
 
 It starts its own :class:`~pynamodb_counters.testing.server.ServedMoto` on 127.0.0.1, in a child process, and
 seeds a ``Social`` table without latency: posts with 0 to ``--max-children`` likes, exact counters except a
-planted ~5% drift. Then it puts a fixed ``--latency`` in front of every request and times
-``audit(Post.like_tally, ...)``:
+planted ~5% drift. Then it puts a fixed ``--latency`` in front of every request and times, round-robin:
 
-* ``scan, sequential``: a Scan (``segments=1``), the default audit, and the baseline;
-* ``scan, N segments``: a parallel Scan (``segments=N``), one thread per segment;
-* with ``--keys``, ``keys, sequential`` and ``keys, N workers``: explicit ``parents=`` keys (one GetItem each
-  instead of the Scan), ``workers=1`` and ``workers=N``.
+* ``plain recount``, **the baseline**: what a user writes without this library to find drift, on the plain
+  PynamoDB models ``PlainPost`` and ``PlainLike`` (``benchmarks/_models.py``: no ``CounterMixin``; the same table
+  and items) through their own connections: a sequential, strongly consistent ``PlainPost.scan(PlainPost.sk ==
+  "META")`` of the posts and, for each post, ``PlainLike.count(pk, PlainLike.sk.startswith("LIKE#"),
+  consistent_read=True)`` compared with its stored ``like_tally``;
+* ``audit(Post.like_tally, ...)`` in each of its modes: ``scan, sequential`` (``segments=1``, the default
+  audit), ``scan, N segments`` (a parallel Scan, ``segments=N``, one thread per segment) and, with ``--keys``,
+  ``keys, sequential`` and ``keys, N workers``: explicit ``parents=`` keys (one GetItem each instead of the
+  Scan), ``workers=1`` and ``workers=N``.
 
 Each mode runs ``--repeat`` times, round-robin. The table shows the median wall time, parents per second, the
-ratio against ``scan, sequential`` and the requests the engine served. It shows read capacity twice: as the
-server reported it (``AuditReport.read_units``; moto reports a flat 1 unit per Query or Scan page and 0.5 per
-GetItem) and as the cost model (:func:`pynamodb_counters.read_units`) gives it for the sizes of the items written.
-Every run must find exactly the planted drift, or the benchmark fails with exit status 1.
+ratio against ``plain recount`` (the baseline) and against ``scan, sequential``, and the requests the engine
+served. It shows read capacity twice: as the server reported it (``AuditReport.read_units``; for the plain
+recount, the ``ConsumedCapacity`` of the responses to its two PynamoDB clients; moto reports a flat 1 unit per
+Query or Scan page and 0.5 per GetItem) and as the cost model (:func:`pynamodb_counters.read_units`) gives it for
+the sizes of the items written. Every run of every mode must check every post once and find exactly the planted
+drift, or the benchmark fails with exit status 1.
 
 Stock moto answers each Query by sorting the whole table, which makes the engine's CPU, not the latency,
 dominate at this size. The engine process therefore serves table Queries from the partition
@@ -49,6 +56,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
+from benchmarks._models import PlainLike, PlainPost
 from benchmarks._shared import (
     BenchmarkError,
     ChildEngine,
@@ -66,6 +74,10 @@ REGION = "us-east-1"
 PAGE_BYTES = 1024 * 1024
 #: GetItems timed to measure the engine's round trip, with and without the latency.
 CALIBRATION_REQUESTS = 20
+#: The baseline: what a user writes without this library (:func:`plain_recount`).
+PLAIN = "plain recount"
+#: The audit as it runs by default, and the baseline before the plain recount.
+SEQUENTIAL = "scan, sequential"
 
 
 # -- the models: the README's Social table ---------------------------------------------------------------------
@@ -97,7 +109,8 @@ class Like(CounterMixin, Model):
 
 
 def point_models_at(host: str, pool: int) -> None:
-    for model in (Post, Like):
+    """Point this module's models and the plain baseline's (``PlainPost``, ``PlainLike``) at the engine."""
+    for model in (Post, Like, PlainPost, PlainLike):
         meta: Any = model.Meta
         meta.host = host
         meta.max_pool_connections = pool  # the audit's threads share one connection pool per model
@@ -212,16 +225,19 @@ def paged_read_units(total_bytes: float) -> float:
             return units
 
 
-def model_read_units(sizes: Sizes, seeded: Seeded, *, segments: int = 1, by_keys: bool = False) -> float:
-    """What the cost model bills for one audit of these items.
+def model_read_units(sizes: Sizes, seeded: Seeded, *, segments: int = 1, by_keys: bool = False,
+                     rereads: bool = True) -> float:
+    """What the cost model bills for one audit (or plain recount) of these items.
 
-    Per parent, one consistent ``Select=COUNT`` Query of its likes; per drifted parent, one more GetItem (the
-    audit observes a mismatching parent again before reporting it). A Scan audit adds the Scan pages: every item
-    of the table is read, posts and likes alike, split evenly over the segments (page boundaries move the
-    figure by at most one unit per page). An audit of explicit keys adds one GetItem per parent instead.
+    Per parent, one consistent ``Select=COUNT`` Query of its likes; with ``rereads``, per drifted parent, one
+    more GetItem (the audit observes a mismatching parent again before reporting it; the plain recount does not).
+    A Scan adds the Scan pages: every item of the table is read, posts and likes alike, split evenly over the
+    segments (page boundaries move the figure by at most one unit per page). An audit of explicit keys adds one
+    GetItem per parent instead.
     """
     units = sum(paged_read_units(sizes.children_bytes.get(key, 0)) for key in seeded.children)
-    units += sum(read_units(sizes.post_bytes[key]) for key in seeded.planted)
+    if rereads:
+        units += sum(read_units(sizes.post_bytes[key]) for key in seeded.planted)
     if by_keys:
         units += sum(read_units(size) for size in sizes.post_bytes.values())
     else:
@@ -233,7 +249,7 @@ def model_read_units(sizes: Sizes, seeded: Seeded, *, segments: int = 1, by_keys
 @dataclass
 class Mode:
     name: str
-    kind: str  # "scan" or "keys"
+    kind: str  # "plain", "scan" or "keys"
     threads: int
     runs: List[float] = field(default_factory=list)
     requests: List[int] = field(default_factory=list)
@@ -246,14 +262,64 @@ class Mode:
         return statistics.median(self.runs)
 
 
-def verify(report: AuditReport, seeded: Seeded, mode: str) -> None:
-    """Fail loudly unless the audit checked every parent once and found exactly the planted drift."""
-    found = {drift.key: (drift.stored, drift.actual) for drift in report.drifts}
+@dataclass
+class Found:
+    """What one timed run found, whichever mode ran it: the drifts, the parents checked, the capacity reported."""
+
+    drifts: List[Tuple[Key, Tuple[Any, int]]]  # [(key, (stored, actual))], stored None: attribute missing
+    checked: int
+    read_units: float
+    estimated: bool = False  # part of read_units is the audit's own estimate
+
+    @classmethod
+    def from_report(cls, report: AuditReport) -> Found:
+        drifts = [(drift.key, (drift.stored, drift.actual)) for drift in report.drifts]
+        return cls(drifts, report.parents_checked, report.read_units, report.read_units_estimated)
+
+
+class ServerUnits:
+    """Adds up the read capacity the engine reports in each response to a botocore client (an ``after-call``
+    handler): for the plain recount, what :attr:`AuditReport.read_units` gives for an audit. PynamoDB asks for
+    ``ConsumedCapacity`` on every request but does not total it."""
+
+    def __init__(self) -> None:
+        self.units = 0.0
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("after-call.dynamodb", self)
+
+    def __call__(self, parsed: Dict[str, Any], **_: Any) -> None:
+        capacity = parsed.get("ConsumedCapacity")
+        if isinstance(capacity, dict):
+            self.units += float(capacity.get("CapacityUnits", 0.0))
+
+
+def plain_recount(units: ServerUnits) -> Found:
+    """What a user writes without this library to find drift: plain PynamoDB, through the models' own connections.
+
+    A sequential, strongly consistent Scan of the posts (``sk == "META"``, as ``Post.audit_filter()``), and for
+    each post a strongly consistent counting Query of its likes (``Select=COUNT``), compared with the stored
+    ``like_tally``. ``units`` is attached to both models' clients and reset here: it only reads their responses.
+    """
+    units.units = 0.0
+    drifts: List[Tuple[Key, Tuple[Any, int]]] = []
+    checked = 0
+    for post in PlainPost.scan(PlainPost.sk == "META", consistent_read=True):
+        checked += 1
+        actual = PlainLike.count(post.pk, PlainLike.sk.startswith("LIKE#"), consistent_read=True)
+        if post.like_tally != actual:
+            drifts.append(((post.pk, post.sk), (post.like_tally, actual)))
+    return Found(drifts, checked, units.units)
+
+
+def verify(run: Found, seeded: Seeded, mode: str) -> None:
+    """Fail loudly unless the run checked every parent once and found exactly the planted drift."""
+    found = dict(run.drifts)
     problems = []
-    if report.parents_checked != len(seeded.children):
-        problems.append(f"checked {report.parents_checked} parents, seeded {len(seeded.children)}")
-    if len(found) != len(report.drifts):
-        problems.append(f"{len(report.drifts) - len(found)} parents reported twice")
+    if run.checked != len(seeded.children):
+        problems.append(f"checked {run.checked} parents, seeded {len(seeded.children)}")
+    if len(found) != len(run.drifts):
+        problems.append(f"{len(run.drifts) - len(found)} parents reported twice")
     missed = {k: v for k, v in seeded.planted.items() if found.get(k) != v}
     extra = {k: v for k, v in found.items() if k not in seeded.planted}
     if missed:
@@ -261,18 +327,23 @@ def verify(report: AuditReport, seeded: Seeded, mode: str) -> None:
     if extra:
         problems.append(f"{len(extra)} drifts reported that were not planted, e.g. {sorted(extra.items())[:3]}")
     if problems:
-        raise BenchmarkError(f"audit ({mode}) did not find exactly the planted drift: " + "; ".join(problems))
+        raise BenchmarkError(f"{mode} did not find exactly the planted drift: " + "; ".join(problems))
 
 
-def run_audit(engine: Engine, mode: Mode, keys: Sequence[Key]) -> Tuple[float, AuditReport, int]:
+def run_mode(engine: Engine, mode: Mode, keys: Sequence[Key], units: ServerUnits) -> Tuple[float, Found, int]:
+    """One timed run of ``mode``: its wall time, what it found and the requests the engine served meanwhile."""
     before = engine.requests_served
     started = time.perf_counter()
-    if mode.kind == "scan":
-        report = audit(Post.like_tally, segments=mode.threads)
+    result: Union[Found, AuditReport]
+    if mode.kind == "plain":
+        result = plain_recount(units)
+    elif mode.kind == "scan":
+        result = audit(Post.like_tally, segments=mode.threads)
     else:
-        report = audit(Post.like_tally, parents=keys, workers=mode.threads)
+        result = audit(Post.like_tally, parents=keys, workers=mode.threads)
     wall = time.perf_counter() - started
-    return wall, report, engine.requests_served - before
+    found = result if isinstance(result, Found) else Found.from_report(result)
+    return wall, found, engine.requests_served - before
 
 
 def round_trip(samples: int = CALIBRATION_REQUESTS) -> float:
@@ -314,8 +385,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.audit",
-                                     description="audit() of many parents, parallel against sequential, on the "
-                                     "served moto engine with a fixed per-request latency.",
+                                     description="audit() of many parents, sequential and parallel, against "
+                                     "the recount a user writes with plain PynamoDB, on the served moto engine with "
+                                     "a fixed per-request latency.",
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--parents", type=int, default=2000, help="posts to seed and audit")
     parser.add_argument("--max-children", type=int, default=50, help="each post gets 0 to this many likes")
@@ -397,13 +469,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         started = time.perf_counter()
         audit(Post.like_tally, parents=keys[:100], workers=2)  # warm both paths up, outside the timing
         audit(Post.like_tally, limit=100, segments=2)
+        for post in PlainPost.scan(PlainPost.sk == "META", consistent_read=True, limit=100):  # the plain path too
+            PlainLike.count(post.pk, PlainLike.sk.startswith("LIKE#"), consistent_read=True)
+        units = ServerUnits()  # the plain recount's capacity, from the responses to its two clients
+        for model in (PlainPost, PlainLike):
+            units.attach(model._get_connection().connection.client)
         bare = round_trip()
         engine.set_latency(options.latency)
         delayed = round_trip()
         say(f"warm-up {time.perf_counter() - started:.1f} s; one GetItem round trip: {bare * 1000:.1f} ms "
             f"without latency, {delayed * 1000:.1f} ms with")
 
-        modes = [Mode("scan, sequential", "scan", 1),
+        modes = [Mode(PLAIN, "plain", 1),
+                 Mode(SEQUENTIAL, "scan", 1),
                  Mode(f"scan, {options.segments} segments", "scan", options.segments)]
         if options.keys:
             modes += [Mode("keys, sequential", "keys", 1),
@@ -413,38 +491,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for mode in modes:  # round-robin: a slow patch of the machine hits every mode alike
                 engine.trim()
                 gc.collect()
-                wall, report, requests = run_audit(engine, mode, keys)
-                verify(report, seeded, mode.name)
+                wall, found, requests = run_mode(engine, mode, keys, units)
+                verify(found, seeded, mode.name)
                 mode.runs.append(wall)
                 mode.requests.append(requests)
-                mode.server_units.append(report.read_units)
-                mode.estimated = mode.estimated or report.read_units_estimated
+                mode.server_units.append(found.read_units)
+                mode.estimated = mode.estimated or found.estimated
                 say(f"  run {repetition + 1}/{options.repeat}, {mode.name}: {wall:.2f} s, {requests} requests, "
-                    f"found the {report.drifted} planted drifts")
+                    f"found the {len(found.drifts)} planted drifts")
         timed_seconds = time.perf_counter() - timed_started
         engine.set_latency(0.0)
 
-    baseline = modes[0].median
+    baseline, sequential = modes[0].median, modes[1].median
     rows, records = [], []
     for mode in modes:
         mode.model_units = model_read_units(sizes, seeded, segments=mode.threads if mode.kind == "scan" else 1,
-                                            by_keys=mode.kind == "keys")
+                                            by_keys=mode.kind == "keys", rereads=mode.kind != "plain")
         median_requests = statistics.median(mode.requests)
         server_units = statistics.median(mode.server_units)
         records.append({"mode": mode.name, "kind": mode.kind, "threads": mode.threads, "runs_s": mode.runs,
                         "median_s": mode.median, "parents_per_s": options.parents / mode.median,
-                        "ratio_vs_scan_sequential": baseline / mode.median, "requests": median_requests,
+                        "ratio_vs_plain_recount": baseline / mode.median,
+                        "ratio_vs_scan_sequential": sequential / mode.median, "requests": median_requests,
                         "rcu_server": server_units, "rcu_server_estimated_in_part": mode.estimated,
                         "rcu_cost_model": mode.model_units})
         rows.append([mode.name, f"{mode.median:.2f}", f"{options.parents / mode.median:.0f}",
-                     f"{baseline / mode.median:.2f}x", f"{median_requests:.0f}",
+                     f"{baseline / mode.median:.2f}x", f"{sequential / mode.median:.2f}x", f"{median_requests:.0f}",
                      f"{server_units:.0f}{'*' if mode.estimated else ''}", f"{mode.model_units:.0f}"])
     say()
     say(f"audit of {options.parents} parents ({likes} likes), {options.latency * 1000:g} ms per request, "
-        f"median of {options.repeat} runs:")
-    say(table(["mode", "wall s", "parents/s", "vs scan, sequential", "requests", "RCU server", "RCU model"], rows))
-    say("RCU server: AuditReport.read_units as moto reports it (a flat 1 per Query or Scan page, 0.5 per GetItem"
-        + ("; * partly the audit's own estimate" if any(m.estimated for m in modes) else "") + ").")
+        f"median of {options.repeat} runs; the baseline is {PLAIN} (plain PynamoDB):")
+    say(table(["mode", "wall s", "parents/s", f"vs {PLAIN}", f"vs {SEQUENTIAL}", "requests", "RCU server",
+               "RCU model"], rows))
+    say("RCU server: as moto reports it (a flat 1 per Query or Scan page, 0.5 per GetItem): AuditReport.read_units, "
+        "or the plain recount's responses" + ("; * partly the audit's own estimate" if any(m.estimated for m in modes)
+                                              else "") + ".")
     say("RCU model: pynamodb_counters.read_units for the sizes of the items seeded.")
 
     comparison = count_versus_counter(sizes, options.max_children)
@@ -464,6 +545,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "likes": likes, "drifted": len(seeded.planted)},
         "sizes": summary,
         "round_trip_ms": {"without_latency": bare * 1000, "with_latency": delayed * 1000},
+        "baseline": PLAIN,
         "modes": records,
         "count_versus_counter": comparison,
         "timed_seconds": timed_seconds,
