@@ -5,7 +5,7 @@ the served moto engine.
 ::
 
     python -m benchmarks.audit                      # 2,000 parents, 0 to 50 likes each, 5 ms per request
-    python -m benchmarks.audit --keys               # also audits of explicit parents= keys (twice as long)
+    python -m benchmarks.audit --keys               # also audits of explicit parents= keys (nearly twice as long)
     python -m benchmarks.audit --parents 200        # a quick run
     python -m benchmarks.audit --json figures.json  # also write the figures as JSON
 
@@ -403,7 +403,7 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7, help="random seed of the data")
     parser.add_argument("--keys", action="store_true",
                         help="also time audits of explicit parents= keys, sequential and with --workers threads "
-                        "(doubles the run: one GetItem per parent)")
+                        "(nearly doubles the run: one GetItem per parent)")
     parser.add_argument("--stock-moto", action="store_true",
                         help="keep moto's own Query, which sorts the whole table on every call (O(table) engine "
                         "CPU per parent: over an hour at the default size; use --parents 200 --max-children 5)")
@@ -525,9 +525,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"median of {options.repeat} runs; the baseline is {PLAIN} (plain PynamoDB):")
     say(table(["mode", "wall s", "parents/s", f"vs {PLAIN}", f"vs {SEQUENTIAL}", "requests", "RCU server",
                "RCU model"], rows))
-    say("RCU server: as moto reports it (a flat 1 per Query or Scan page, 0.5 per GetItem): AuditReport.read_units, "
-        "or the plain recount's responses" + ("; * partly the audit's own estimate" if any(m.estimated for m in modes)
-                                              else "") + ".")
+    say("RCU server: as moto reports it (a flat 1 per Query or Scan page, 0.5 per GetItem): AuditReport.read_units,")
+    say("  or for the plain recount the ConsumedCapacity of its responses"
+        + ("; * partly the audit's own estimate" if any(m.estimated for m in modes) else "") + ".")
     say("RCU model: pynamodb_counters.read_units for the sizes of the items seeded.")
 
     comparison = count_versus_counter(sizes, options.max_children)
