@@ -4,13 +4,13 @@ actions, children of the same parents together so that their deltas merge into o
 """
 from __future__ import annotations
 
-from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple, Type
+from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple
 
 from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
 from ._compat import key_of
-from ._operations import delete_operation, save_operation
+from ._operations import Operation, delete_operation, save_operation
 from ._planner import count
 from ._plans import ItemId
 from ._requests import item_id
@@ -50,7 +50,7 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
         # a limit held by the parent takes one increment per transaction: such a parent is never shared in a chunk
         single = frozenset(item_id(c.parent, c.key) for c in changes
                            if c.delta > 0 and isinstance(counters_of(c.parent)[c.attribute].limit, Attribute))
-        size = _own_actions(model)
+        size = _own_actions(op)
         if size + len(parents) > max_actions:
             raise TransactionTooLargeError(
                 f"{model.__name__} {own[1:]} needs {size + len(parents)} actions ({size} of its own, its shard "
@@ -77,8 +77,8 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
     return chunks
 
 
-def _own_actions(model: Type[Model]) -> int:
-    """The actions a counted child's save or delete carries besides its parents' Updates: its own Put or Delete
-    and, when the child is itself a parent with sharded counters, its shard items (written or deleted with it)."""
-    shards = shard_count(model)
-    return 1 + (shards - 1 if shards > 1 else 0)
+def _own_actions(op: Operation) -> int:
+    """The actions a counted child's save or delete carries besides its parents' Updates: its own Put, Update or
+    Delete and, when it writes or deletes them with it (a child that is itself a sharded parent, created or
+    deleted; not an edit), its shard items."""
+    return 1 + (shard_count(op.model) - 1 if op.shards else 0)

@@ -190,6 +190,17 @@ def test_case6_chunks_count_the_shard_items_of_children_that_are_sharded_parents
         assert own + len(parents) <= 100, (own, parents)
 
 
+def test_case6_an_edit_of_a_child_that_is_a_sharded_parent_is_sized_as_the_one_update_it_is(tracks: None) -> None:
+    """A stored track saved again is an edit: one Update, its shard items untouched. Sized as a new track (4
+    actions) it was refused at max_actions=2, which its plan (the edit and its album's Update) fits."""
+    Album(pk="ALBUM#a", sk="META").save()
+    Track(pk="ALBUM#a", sk="TRACK#1").save()
+    stored = Track.get("ALBUM#a", "TRACK#1", consistent_read=True)
+    result = bulk_save([stored], max_actions=2)
+    assert [o.status for o in result.outcomes] == ["changed"]
+    assert Album.get("ALBUM#a", "META", consistent_read=True).track_count == 1
+
+
 def test_case6_bulk_sizes_chunks_with_shard_items_and_commits_everything(tracks: None) -> None:
     post()
     batch: List[Model] = [like(n) for n in range(98)] + [Track(pk="ALBUM#a", sk=f"TRACK#{n}") for n in range(60)]
