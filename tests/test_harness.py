@@ -156,6 +156,20 @@ def test_reset_drops_everything(server: ServedMoto, direct: Any) -> None:
     assert direct.list_tables()["TableNames"] == []
 
 
+def test_start_on_port_in_use_leaves_moto_unpatched_with_item_backups() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    stock = DynamoDBBackend.transact_write_items
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        engine = ServedMoto(port=taken.getsockname()[1], item_backups=True)
+        with pytest.raises(RuntimeError, match="in use"):
+            engine.start()
+        engine.stop()
+    assert DynamoDBBackend.transact_write_items is stock
+
+
 def test_start_on_port_in_use_raises() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind(("127.0.0.1", 0))

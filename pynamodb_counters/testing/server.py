@@ -304,8 +304,6 @@ class ServedMoto:
             raise RuntimeError("ServedMoto is already started")
         from werkzeug.serving import make_server
 
-        if self._item_backups:
-            self._undo = back_up_touched_items()
         app = _SerialisedApp(_build_moto_app(), self._latency)
         handler = _quiet_handler()
         listener = _bind(self._port)
@@ -331,6 +329,8 @@ class ServedMoto:
         )
         self._app, self._server, self._thread = app, server, thread
         self.endpoint_url = f"http://{_HOST}:{port}"
+        if self._item_backups:  # once the port is bound: stop() undoes it
+            self._undo = back_up_touched_items()
         thread.start()
         try:
             self._wait_ready(port, thread)
