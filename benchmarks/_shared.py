@@ -3,7 +3,7 @@ What the benchmarks of ``python -m benchmarks`` share: dummy credentials, the se
 request counting on a botocore client, item sizes, machine facts, tables and JSON output.
 
 The engine and the item-size rules come from :mod:`benchmarks.audit`, the first benchmark; this module adds the
-one engine change that writes need (:func:`back_up_touched_items`) and the command-line plumbing.
+engine option that writes need (``ServedMoto(item_backups=True)``) and the command-line plumbing.
 """
 from __future__ import annotations
 
@@ -22,12 +22,11 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-from pynamodb_counters.testing.server import ServedMoto, back_up_touched_items
+from pynamodb_counters.testing.server import ServedMoto
 
-__all__ = ["BenchmarkError", "ChildEngine", "LocalEngine", "RequestCounter", "add_common_options",
-           "back_up_touched_items", "item_bytes", "machine", "median", "now", "run_main", "say",
-           "serve_queries_from_partition", "set_latency", "table", "use_dummy_credentials", "value_bytes",
-           "write_json"]
+__all__ = ["BenchmarkError", "ChildEngine", "LocalEngine", "RequestCounter", "add_common_options", "item_bytes",
+           "machine", "median", "now", "run_main", "say", "serve_queries_from_partition", "set_latency", "table",
+           "use_dummy_credentials", "value_bytes", "write_json"]
 
 REGION = "us-east-1"
 
@@ -91,8 +90,9 @@ def set_latency(engine: ServedMoto, seconds: float) -> None:
 class LocalEngine:
     """A :class:`ServedMoto` in this process (its threads share the GIL with the audit's)."""
 
-    def __init__(self, partition_queries: bool) -> None:
+    def __init__(self, partition_queries: bool, item_backups: bool = False) -> None:
         self._partition_queries = partition_queries
+        self._item_backups = item_backups
         self._undo: Optional[Callable[[], None]] = None
         self._server: Optional[ServedMoto] = None
         self.endpoint_url = ""
@@ -100,7 +100,7 @@ class LocalEngine:
     def __enter__(self) -> LocalEngine:
         if self._partition_queries:
             self._undo = serve_queries_from_partition()
-        self._server = ServedMoto(latency=0.0).start()
+        self._server = ServedMoto(latency=0.0, item_backups=self._item_backups).start()
         self.endpoint_url = self._server.endpoint_url
         return self
 
@@ -165,29 +165,24 @@ def say(message: str = "") -> None:
 # -- the engine -------------------------------------------------------------------------------------------------
 def _serve(connection: Any, partition_queries: bool, item_backups: bool) -> None:
     """The child process of a :class:`ChildEngine`: a served engine answering the parent's commands."""
-    undo = back_up_touched_items() if item_backups else None
-    try:
-        with LocalEngine(partition_queries) as engine:
-            connection.send(engine.endpoint_url)
-            while True:
-                try:
-                    command, value = connection.recv()
-                except EOFError:
-                    return
-                if command == "requests":
-                    connection.send(engine.requests_served)
-                elif command == "latency":
-                    engine.set_latency(value)
-                    connection.send(value)
-                elif command == "trim":
-                    engine.trim()
-                    connection.send(None)
-                else:
-                    connection.send(None)
-                    return
-    finally:
-        if undo is not None:
-            undo()
+    with LocalEngine(partition_queries, item_backups) as engine:
+        connection.send(engine.endpoint_url)
+        while True:
+            try:
+                command, value = connection.recv()
+            except EOFError:
+                return
+            if command == "requests":
+                connection.send(engine.requests_served)
+            elif command == "latency":
+                engine.set_latency(value)
+                connection.send(value)
+            elif command == "trim":
+                engine.trim()
+                connection.send(None)
+            else:
+                connection.send(None)
+                return
 
 
 class ChildEngine:
@@ -196,7 +191,7 @@ class ChildEngine:
     :param partition_queries: serve table Queries from the queried partition
       (:func:`benchmarks.audit.serve_queries_from_partition`) instead of moto's sort of the whole table.
     :param item_backups: transactions back up the items they touch, not whole tables
-      (:func:`back_up_touched_items`).
+      (``ServedMoto(item_backups=True)``).
     """
 
     def __init__(self, *, partition_queries: bool = True, item_backups: bool = True) -> None:
