@@ -18,6 +18,7 @@ from ._requests import (
     bypass_of,
     check_condition,
     check_counters_unchanged,
+    deciding,
     guard_update,
     known_values,
     parent_save_actions,
@@ -203,9 +204,7 @@ def prepare_update(op: Operation) -> None:
     after = op.model.from_raw_data(op.basis.serialize(null_check=False))
     for name, value in op.known.items():
         setattr(after, name, value)
-    deciding_names = {name for relation in relations_of(op.model)
-                      for state in (op.basis, after) for name in relation.read_attributes(state)}
-    for name in sorted(op.unknown & deciding_names):
+    for name in sorted(op.unknown.intersection(deciding(op.model, op.basis, after))):  # keys: refused already
         raise bypass_of(op.model, name)
     op.after = after
 

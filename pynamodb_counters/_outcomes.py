@@ -90,13 +90,13 @@ def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
     of zero our own decrement may now fail). A plan with a counted Put cannot match: had it committed, the Put
     would have been recognised by its write id instead.
     """
-    children = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind in ("put", "edit", "delete")]
-    others = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.kind not in ("put", "edit", "delete")]
+    children = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if slot.is_child]
+    others = [(slot, reason) for slot, reason in zip(plan.slots, reasons) if not slot.is_child]
     return bool(children) and all(
         slot.kind == "delete" and reason.get("Code") == _CHECK_FAILED and not reason.get("Item")
         for slot, reason in children
-    ) and all(reason.get("Code", "None") in ("None", _CHECK_FAILED) and slot.kind in ("parent", "gone")
-              or reason.get("Code", "None") == "None" for slot, reason in others)
+    ) and all(reason.get("Code", "None") == "None"
+              or reason.get("Code") == _CHECK_FAILED and slot.kind in ("parent", "gone") for slot, reason in others)
 
 
 def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
@@ -262,7 +262,7 @@ def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> D
     the child was created again meanwhile, the stored child (it is an edit again)."""
     learned: Dict[int, Any] = {}
     for slot, reason in zip(plan.slots, sent.cancellation_reasons or []):
-        if slot.kind not in ("edit", "delete", "put") or reason.get("Code") != _CHECK_FAILED:
+        if not slot.is_child or reason.get("Code") != _CHECK_FAILED:
             continue
         item = reason.get("Item")
         if slot.kind == "put":  # an edit turned into a create (its child was deleted), and created again meanwhile

@@ -140,9 +140,8 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
             token = next_token(token)
             continue
         refused = others or refused  # beside another refusal, a gone rollup is none: that refusal stands
-        errors = [error for _, error in refused]
-        signal_refusals(planned, errors)
-        refusal = most_fundamental(errors)
+        signal_refusals(refused)
+        refusal = most_fundamental([error for _, error in refused])
         if not shards_created and isinstance(refusal, ParentNotFoundError) and refusal.shard and \
                 _create_missing_shards(refusal):
             shards_created = True  # the refused attempt wrote nothing: the same request again, now they exist
@@ -232,7 +231,7 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
         instance = slot.instance
         if instance is not None and slot.model._version_attribute_name and ("Put" in item or slot.kind == "edit"):
             instance.update_local_version_attribute()  # type: ignore[no-untyped-call]
-        if slot.kind in ("put", "edit", "delete"):  # what the child is stored as now: what a later edit counts from
+        if slot.is_child:  # what the child is stored as now: what a later edit counts from
             assert instance is not None
             children.append(slot)
             if slot.kind == "delete":
@@ -260,16 +259,15 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
     return result
 
 
-def signal_refusals(plan: Plan, errors: Sequence[CounterError]) -> None:
-    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``errors``
+def signal_refusals(refused: Sequence[Tuple[Slot, CounterError]]) -> None:
+    """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``refused``
     (``limit_rejected`` waits for the caller to know which children the limit refuses: all of a single write's,
     only those beyond the room in a bulk write)."""
-    for error in errors:
+    for slot, error in refused:
         if isinstance(error, DuplicateChildError):
-            send_safely(duplicate_rejected, error.model, instance=_instance(plan, error), error=error)
+            send_safely(duplicate_rejected, error.model, instance=slot.instance, error=error)
         elif isinstance(error, MissingChildError):
-            send_safely(missing_rejected, error.model, instance=_instance(plan, error), error=error)
-
+            send_safely(missing_rejected, error.model, instance=slot.instance, error=error)
 
 
 def _counted_into(plan: Plan, error: CountedWriteError) -> List[Slot]:
@@ -277,11 +275,6 @@ def _counted_into(plan: Plan, error: CountedWriteError) -> List[Slot]:
     return [slot for slot in plan.children
             if any(change.parent is error.model and change.key == error.key and change.delta > 0
                    for change in slot.changes)]
-
-
-def _instance(plan: Plan, error: CountedWriteError) -> Any:
-    return next((slot.instance for slot in plan.children if slot.model is error.model and slot.key == error.key),
-                None)
 
 
 def _create_missing_shards(error: ParentNotFoundError) -> bool:

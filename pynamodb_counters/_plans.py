@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ItemId", "Plan", "Sent", "Slot"]
 
+_CHILD_KINDS = frozenset(("put", "edit", "delete"))
+
 ItemId = Tuple[str, Any, Any]  # (table name, serialized hash key, serialized range key)
 
 
@@ -51,6 +53,11 @@ class Slot:
     defaults: Optional[Dict[str, Any]] = None  # a created parent's parent_defaults, from its first child
     gone: Tuple[CounterChange, ...] = ()  # a child slot: the decrements of rollups found gone, not sent
 
+    @property
+    def is_child(self) -> bool:
+        """Whether the slot is a counted child's own action (``"put"``, ``"edit"`` or ``"delete"``)."""
+        return self.kind in _CHILD_KINDS
+
 
 @dataclass
 class Plan:
@@ -63,7 +70,7 @@ class Plan:
     @property
     def children(self) -> List[Slot]:
         """The counted child operations, in the order they were added."""
-        return [slot for slot in self.slots if slot.kind in ("put", "edit", "delete")]
+        return [slot for slot in self.slots if slot.is_child]
 
 
 @dataclass(frozen=True)

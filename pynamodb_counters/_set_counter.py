@@ -10,11 +10,11 @@ from typing import Any, Optional
 from pynamodb.exceptions import UpdateError
 
 from ._base import SEQUENCE
-from ._compat import ParentKey, key_attributes, normalize_key, serialize_key
+from ._compat import ParentKey, normalize_key, serialize_key
 from ._connection import send
 from ._items import ShardItems, stored_of
 from ._reads import read_shards
-from ._requests import discriminator_condition, total_requests
+from ._requests import parent_condition, total_requests
 from .attributes import CounterField
 from .exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 
@@ -57,10 +57,7 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
                 model=model, key=key)
         return
     hash_key, range_key = serialize_key(model, key)
-    condition = key_attributes(model)[0].exists()
-    discriminator = discriminator_condition(model)
-    if discriminator is not None:
-        condition &= discriminator
+    condition = parent_condition(model)
     if expected is not None:
         holds = counter == expected
         condition &= (holds | counter.does_not_exist()) if expected == 0 else holds

@@ -43,11 +43,6 @@ class ModelSpec:
         sharded)."""
         return max((counter.shards for counter in self.counters.values()), default=1)
 
-    @property
-    def counts(self) -> bool:
-        """Whether the library counts anything for this model (it is a parent, a child, or both)."""
-        return bool(self.counters or self.relations)
-
 
 _UNCOUNTED = ModelSpec({}, ())
 

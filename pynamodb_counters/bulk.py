@@ -305,14 +305,14 @@ def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) 
 
     errors: Dict[int, List[CounterError]] = {}
     for slot, error in refusal.refused:
-        if slot.kind in ("put", "edit", "delete"):
+        if slot.is_child:
             for (n, _, _), op in zip(pending, operations):
                 if op.instance is slot.instance:
                     errors.setdefault(n, []).append(error)
     missing = [op for (n, _, _), op in zip(pending, operations)
                if any(isinstance(error, MissingChildError) for error in errors.get(n, ()))]
     for slot, error in refusal.refused:
-        if slot.kind in ("put", "edit", "delete"):
+        if slot.is_child:
             continue
         if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op) for op in missing):
             continue
