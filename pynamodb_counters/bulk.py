@@ -181,11 +181,10 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
     operations = [_as_stored(position, operation, child, progress)
                   for position, (operation, child) in enumerate(operations)]
     chunks = plan_chunks(operations, max_actions, skip=set(progress.outcomes))
-    for chunk in chunks:  # raises before anything is sent
-        _planned(chunk, max_actions)
-    for position, chunk in enumerate(chunks):
+    planned = [_planned(chunk, max_actions) for chunk in chunks]  # raises before anything is sent
+    for position, (chunk, chunk_operations) in enumerate(zip(chunks, planned)):
         try:
-            _write_chunk(chunk, retry, progress)
+            _write_chunk(chunk, chunk_operations, retry, progress)
         except Exception as unexpected:
             raise _stopped(unexpected, operations, chunk, chunks[position + 1:], progress) from unexpected
     return progress.result(operations)
@@ -240,28 +239,33 @@ def _operations(entries: Sequence[Entry]) -> List[Operation]:
     return [(save_operation if operation == "save" else delete_operation)(child) for _, operation, child in entries]
 
 
-def _planned(entries: List[Entry], max_actions: int) -> None:
-    """Plan the transaction of ``entries`` (pure), to raise what it would raise before anything is sent.
+def _planned(entries: List[Entry], max_actions: int) -> List[Operation]:
+    """Plan the transaction of ``entries`` (pure), to raise what it would raise before anything is sent; returns
+    their operations, for the chunk's first round.
 
     :raises TransactionTooLargeError: the plan has more than ``max_actions`` actions.
     """
-    actions = len(plan(_operations(entries), "planned").items)
+    operations = _operations(entries)
+    actions = len(plan(operations, "planned").items)
     if actions > max_actions:
         raise TransactionTooLargeError(f"a chunk of this bulk write has {actions} actions, more than "
                                        f"max_actions={max_actions}. Nothing was sent")
+    return operations
 
 
-def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Progress) -> None:
+def _write_chunk(chunk: List[Entry], first: List[Operation], retry: Optional[RetryPolicy],
+                 progress: _Progress) -> None:
     """Commit one chunk through the commit pipeline; drop the children DynamoDB refuses and commit the rest as a
     new transaction, until it commits. Every child's outcome goes to ``progress``; a :class:`CounterError` fails
-    the children still pending."""
+    the children still pending. ``first`` are the chunk's operations as planned; a later round, without the
+    refused children, builds its own."""
     pending = list(chunk)
     full_rounds = 0
+    operations = first
     while pending:
-        operations = _operations(pending)
+        policy = policy_for(operations, retry)
         try:
-            outcome = commit(operations, str(uuid.uuid4()), policy_for(operations, retry),
-                             on_request=progress.count_request)
+            outcome = commit(operations, str(uuid.uuid4()), policy, on_request=progress.count_request)
         except CounterError as failure:  # retries exhausted, a request DynamoDB rejects, unreadable reasons
             progress.decide(pending, "failed", failure)
             return
@@ -272,9 +276,10 @@ def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Pr
                 progress.decide([entry], status)
             return
         blamed = _blame(pending, operations, outcome)
-        if not blamed and full_rounds < (policy_for(operations, retry) or DEFAULT_RETRY_POLICY).max_attempts and \
+        if not blamed and full_rounds < (policy or DEFAULT_RETRY_POLICY).max_attempts and \
                 all(isinstance(error, LimitExceededError) for _, error in outcome.refused):
             full_rounds += 1  # every child fits the room now stored: the parent changed meanwhile, send again
+            operations = _operations(pending)
             continue
         if not blamed:  # nothing to drop: the refusal is not any child's
             progress.decide(pending, "failed", outcome.error)
@@ -286,6 +291,7 @@ def _write_chunk(chunk: List[Entry], retry: Optional[RetryPolicy], progress: _Pr
                 if isinstance(error, LimitExceededError):
                     send_safely(limit_rejected, type(entry[2]), instance=entry[2], error=error)
         pending = [entry for entry in pending if entry[0] not in blamed]
+        operations = _operations(pending)
 
 
 def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) -> Dict[int, CounterError]:
