@@ -1,6 +1,7 @@
 """
 Reading a counted transaction's outcome, pure, no I/O: what committed, what DynamoDB refused and why, and what
-a refusal teaches (the stored state of a child whose delete was counted off other parents).
+a refusal teaches (the stored state of a child an edit, update or delete counted otherwise; a child deleted or
+created again meanwhile; a rollup found gone, or created again).
 
 :func:`refusals` maps the cancellation reasons (one per action, in request order) back to the plan's slots.
 """
@@ -47,7 +48,7 @@ _PRIORITY = (TransactionError, ParentNotFoundError, DuplicateChildError, Missing
 
 def most_fundamental(errors: Sequence[CounterError]) -> CounterError:
     """The error a counted write raises among ``errors``: the first in the order request error, missing or foreign
-    parent, duplicate child, missing child, underflow, failed condition."""
+    parent, duplicate child, missing child, limit exceeded, underflow, failed condition."""
     return min(errors, key=lambda error: next((rank for rank, kind in enumerate(_PRIORITY)
                                               if isinstance(error, kind)), len(_PRIORITY)))
 

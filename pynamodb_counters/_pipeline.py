@@ -4,8 +4,10 @@ The commit pipeline: the one path by which every counted write reaches DynamoDB,
 
 :func:`commit` reads what a key-only delete or an update needs, plans (``plan``), sends with
 retries (``send``), reads the refusals
-(:mod:`~pynamodb_counters._outcomes`), recovers what can be recovered in the same call (a delete counted off
-parents its stored child no longer names; a parent stored before its counter was sharded), reports
+(:mod:`~pynamodb_counters._outcomes`), recovers what can be recovered in the same call (an edit, update or
+delete counted from a state the stored child no longer holds, counted again from the one the refusal returned;
+an edit of a child deleted meanwhile, sent as a create; rollups found gone, or created again; a parent stored
+before its counter was sharded), reports
 (:class:`~pynamodb_counters.WriteResult`) and sends the signals. A refusal is returned, not raised: a single
 write raises its most fundamental error, a bulk write drops the refused children and commits the rest.
 """
@@ -60,7 +62,9 @@ __all__ = ["Refused", "commit", "policy_for", "read_unknown_states"]
 
 @dataclass(frozen=True)
 class Refused:
-    """DynamoDB refused a plan; nothing was written, and the refusal signals were sent.
+    """DynamoDB refused a plan; nothing was written, and ``duplicate_rejected`` / ``missing_rejected`` were sent
+    (``limit_rejected`` waits for :meth:`raise_error`, or for the bulk write that knows which children it
+    refuses).
 
     :ivar plan: the plan of the refused attempt.
     :ivar refused: each refused action's slot and error.

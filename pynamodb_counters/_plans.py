@@ -29,7 +29,8 @@ class Slot:
     """What one action of a plan stands for, so that cancellation reasons (one per action, in order) can be
     read back.
 
-    :ivar kind: ``"put"`` / ``"delete"`` for a counted child, ``"parent"`` for a parent's counter Update (on the
+    :ivar kind: ``"put"`` / ``"edit"`` / ``"delete"`` for a counted child (a new one, a stored one saved again or
+      updated, a deleted one), ``"parent"`` for a parent's counter Update (on the
       parent item or one of its shard items), ``"shard"`` for creating or deleting a shard item with its parent,
       ``"other"`` for a caller's uncounted write, ``"gone"`` for the check that a rollup found gone is still
       absent.

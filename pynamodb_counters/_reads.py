@@ -143,7 +143,8 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
 
 def stored_child(model: Type[Model], instance: Model) -> Model:
     """The stored child with ``instance``'s key, read strongly consistently, for a delete of an instance that
-    cannot name its parents (built from its key alone); it keeps ``instance``'s version.
+    cannot name its parents (built from its key alone) or an update of an instance never loaded; it keeps
+    ``instance``'s version.
 
     :raises MissingChildError: there is none (``missing_rejected`` is sent).
     """

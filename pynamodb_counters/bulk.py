@@ -156,8 +156,8 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
     deleted with a child that is itself a sharded parent, and one Update per parent item (or shard item) it
     counts into. Every chunk is planned before the first one is sent.
 
-    Signals are sent as for single writes: ``child_added`` / ``child_removed`` for each committed child,
-    ``duplicate_rejected`` / ``missing_rejected`` for each refused one.
+    Signals are sent as for single writes: ``child_added`` / ``child_removed`` / ``child_changed`` for each
+    committed child, ``duplicate_rejected`` / ``missing_rejected`` / ``limit_rejected`` for each refused one.
 
     Once sending has begun, the call always reports what committed. A chunk that DynamoDB refuses, or that fails
     with a :class:`~pynamodb_counters.exceptions.CounterError` (retries exhausted, a request DynamoDB rejects),

@@ -20,7 +20,8 @@ Every error derives from :class:`CounterError`. The hierarchy::
      |    +-- ParentNotFoundError      the parent item does not exist (or is another model)
      |    +-- CounterUnderflowError    the decrement would take the counter below zero
      |    +-- LimitExceededError       the increment would take a limited counter past its limit
-     |    +-- ConditionFailedError     the caller's ``condition`` or version check failed
+     |    +-- ConditionFailedError     the caller's ``condition`` or version check failed, or the stored item
+     |                                 kept changing through the retries (see the message)
      +-- TransactionError          DynamoDB rejected the request for another reason (validation, table missing,
      |    |                        access denied); nothing was written
      |    +-- IdempotencyMismatchError  the token was already used, within 10 minutes, for another request
@@ -36,7 +37,8 @@ untouched.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from pynamodb.exceptions import CancellationReason, TransactWriteError
 
@@ -249,13 +251,14 @@ class CounterUnderflowError(CountedWriteError):
     """The decrement would take a counter below zero: the counter has drifted and needs a repair.
 
     :ivar attribute: the counter's attribute name.
-    :ivar stored: the value DynamoDB holds (``None`` when the attribute is missing).
+    :ivar stored: the value DynamoDB holds (``None`` when the attribute is missing; a ``Decimal`` when it is not a
+      whole number, written outside the library).
     """
 
     msg = "counter would go below zero"
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[BaseException] = None, *,
-                 attribute: str = "", stored: Optional[int] = None, **kwargs: Any) -> None:
+                 attribute: str = "", stored: Union[None, int, Decimal] = None, **kwargs: Any) -> None:
         super().__init__(msg, cause, **kwargs)
         self.attribute = attribute
         self.stored = stored
@@ -281,7 +284,9 @@ class LimitExceededError(CountedWriteError):
 
 
 class ConditionFailedError(CountedWriteError):
-    """The caller's ``condition`` (or a version check) was not met."""
+    """The caller's ``condition`` (or a version check) was not met; or the stored state a write counts from kept
+    changing through its retries (an edited child deleted and changed again, a rollup found gone and created
+    again, a delete waiting for a shard fold): the message says which."""
 
     msg = "condition not met"
 

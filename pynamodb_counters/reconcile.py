@@ -73,7 +73,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
       without ``limit``).
     :raises ConfigurationError: no relation feeding the counter is loaded, a relation without ``prefix=`` or
       ``children=``, a Scan of a table shared with other models when the parent model has neither a
-      discriminator nor an ``audit_filter()``, or bad options.
+      discriminator nor an ``audit_filter()``.
+    :raises InvalidArgumentError: ``segments`` or ``workers`` below 1, a negative ``limit``.
     """
     auditor = _Auditor(target, item_bytes)
     if segments < 1 or workers < 1 or (limit is not None and limit < 0):
@@ -178,7 +179,7 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
     :func:`~pynamodb_counters.set_counter` remains the explicit override.
 
     :param dry_run: report what would be done (``status="planned"``) and write nothing.
-    :raises ConfigurationError: ``max_attempts`` is below 1.
+    :raises InvalidArgumentError: ``max_attempts`` is not a whole number of at least 1.
     """
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise InvalidArgumentError(f"repair(max_attempts=...) is at least 1, not {max_attempts!r}")

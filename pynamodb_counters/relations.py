@@ -291,8 +291,9 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
       (``Post.like_tally``).
     :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
-    :param reads: the child attributes ``key`` reads, when they cannot be detected by running it (for example
-      when it reads them through another object). ``update()`` refuses actions on them.
+    :param reads: the child attributes ``key``, ``when=`` and ``amount=`` read, when they cannot be detected by
+      running them (for example when they read them through another object). ``update()`` counts actions that
+      SET or REMOVE them, and refuses the others (their result is not known before sending).
     :param prefix: for audits (:mod:`pynamodb_counters.reconcile`): the children live in their parent's partition
       of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
       them.

@@ -45,7 +45,9 @@ def reshard(counter: CounterField, shards: int, *, parents: Optional[Iterable[An
     :param key_prefix: with a Scan, only parents whose hash key starts with it.
     :param max_attempts: how often one parent is read and tried again while live writes move it.
     :returns: how many parents were rewritten.
-    :raises ConfigurationError: ``shards`` out of range, or a parent model whose hash key is not a string.
+    :raises InvalidArgumentError: ``counter`` is not a counter, or ``shards`` is not a whole number from 1 to
+      :data:`~pynamodb_counters.MAX_SHARDS`.
+    :raises ConfigurationError: a parent model whose hash key is not a string.
     :raises TransactionError: a parent kept changing through ``max_attempts`` attempts (run it again).
     :raises CorruptCounterError: a shard item holds a count that is not a whole number (repair it first, with
       :func:`~pynamodb_counters.repair`); nothing is written for that parent.
