@@ -232,7 +232,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
                 present &= same
             condition = present if condition is None else present & condition
         if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
-            known = pending_fold(model, shard_count(model))
+            known = pending_fold(model)
             condition = known if condition is None else condition & known
         request = pynamodb_view(instance).get_delete_kwargs_from_instance(condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,

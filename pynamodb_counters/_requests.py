@@ -21,7 +21,7 @@ from ._context import counting_skipped
 from ._items import ShardItems, count_of, counter_shards, stored_of, whole_count
 from ._plans import ItemId
 from ._shards import shard_key
-from ._spec import counters_of, relations_of
+from ._spec import counters_of, relations_of, shard_count
 from .attributes import CounterField, loaded_counters
 from .exceptions import CountingBypassError, InvalidArgumentError, InvalidTransactionError
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_unchanged", "created_parent_condition",
            "deciding", "discriminator_condition", "guard_update", "item_id", "key_request", "known_values",
            "parent_condition", "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view",
-           "reshape_requests", "sequence_unchanged", "serialized_key_request", "shard_request", "total_requests",
-           "unchanged", "within_limit"]
+           "reshape_requests", "sequence_is", "sequence_unchanged", "serialized_key_request", "shard_request",
+           "total_requests", "unchanged", "within_limit"]
 
 
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
@@ -110,14 +110,19 @@ def within_limit(counter: CounterField, delta: int) -> Condition:
 
 def sequence_unchanged(item: Optional[Dict[str, Any]]) -> Condition:
     """The condition that an item's counted-write sequence still holds what ``item`` (as read) holds."""
-    raw = ((item or {}).get(SEQUENCE.attr_name) or {}).get("N")
-    return SEQUENCE.does_not_exist() if raw is None else SEQUENCE == int(raw)
+    return sequence_is(count_of(item, SEQUENCE.attr_name))
 
 
-def pending_fold(model: Type[Model], recorded: int) -> Condition:
+def sequence_is(sequence: Optional[int]) -> Condition:
+    """The condition that an item's counted-write sequence holds ``sequence`` (``None``: it has none)."""
+    condition: Condition = SEQUENCE.does_not_exist() if sequence is None else SEQUENCE == sequence
+    return condition
+
+
+def pending_fold(model: Type[Model]) -> Condition:
     """The condition on deleting a parent: it records no more shards than ``model`` declares, so that deleting its
-    declared shard items with it leaves none behind (``recorded`` is what ``model`` declares)."""
-    condition: Condition = SHARD_COUNT.does_not_exist() | (SHARD_COUNT <= recorded)
+    declared shard items with it leaves none behind."""
+    condition: Condition = SHARD_COUNT.does_not_exist() | (SHARD_COUNT <= shard_count(model))
     return condition
 
 

@@ -219,7 +219,7 @@ class CounterMixin(CountedBase):
         """PynamoDB's ``delete()`` of an unsharded parent, refused while it still records shard items (a counter
         whose ``shards=`` was reduced to 1, not yet folded in by ``reshard()``), which would be left behind."""
         model: Any = type(self)
-        guard = pending_fold(model, 1)
+        guard = pending_fold(model)
         try:
             return super().delete(guard if condition is None else condition & guard, *args, **kwargs)  # type: ignore
         except DeleteError as error:

@@ -37,7 +37,7 @@ from ._costs import read_units
 from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
 from ._reads import read_shards, scan_parents
 from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
-from ._requests import parent_condition
+from ._requests import parent_condition, sequence_is
 from ._set_counter import write_total
 from ._spec import all_relations, feeders_of, shard_count
 from .attributes import CounterField
@@ -423,7 +423,7 @@ class _Auditor:
             return seen.exists and (seen.stored, seen.sequence) == (stored, sequence) and \
                 write_total(self.counter, key, items, actual)
         condition = parent_condition(self.model)
-        condition &= SEQUENCE.does_not_exist() if sequence is None else SEQUENCE == sequence
+        condition &= sequence_is(sequence)
         condition &= self.counter.does_not_exist() if stored is None else self.counter == stored
         change = self.counter.add(actual - stored) if isinstance(stored, int) else self.counter.set(actual)
         hash_key, range_key = serialize_key(self.model, key)
