@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Operation", "check_operation", "check_token", "delete_operation", "prepare_update", "remember_stored",
-           "save_operation", "stored_state", "update_operation"]
+__all__ = ["Operation", "check_operation", "check_token", "classify_save", "delete_operation", "prepare_update",
+           "remember_stored", "save_operation", "stored_state", "update_operation"]
 
 
 @dataclass
@@ -142,13 +142,23 @@ def save_operation(instance: Model, condition: Optional[Condition] = None, *,
         # a parent that is not a counted child: save its other attributes, never its counters
         return Operation("update", model, key_of(instance), instance, condition, parent_save_actions(instance),
                          parent_save=True, shards="Update")
-    if counted:
-        basis = stored_state(instance)
-        if basis is not None:  # a stored child saved again: its counts follow the change
-            return Operation("counted_edit", model, key_of(instance), instance, condition,
-                             parent_save_actions(instance), add_version_condition, basis=basis)
-    return Operation("counted_put" if counted else "put", model, key_of(instance), instance, condition,
-                     shards="Update" if counted else "")
+    if not counted:
+        return Operation("put", model, key_of(instance), instance, condition)
+    op = Operation("counted_put", model, key_of(instance), instance, condition,
+                   add_version_condition=add_version_condition)
+    classify_save(op, stored_state(instance))
+    return op
+
+
+def classify_save(op: Operation, basis: Optional[Model]) -> None:
+    """Make ``op``, a counted child's save, an edit of ``basis`` (the stored child it replaces: its counts follow
+    the change) or, for ``None``, a create (a guarded Put, its own shard items created with it)."""
+    assert op.instance is not None
+    op.basis = basis
+    if basis is None:
+        op.kind, op.actions, op.shards = "counted_put", [], "Update"
+    else:
+        op.kind, op.actions, op.shards = "counted_edit", parent_save_actions(op.instance), ""
 
 
 def delete_operation(instance: Model, condition: Optional[Condition] = None, *,

@@ -19,7 +19,7 @@ from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Uni
 from pynamodb.exceptions import PynamoDBException
 
 from ._connection import send
-from ._operations import Operation, prepare_update, remember_stored
+from ._operations import Operation, classify_save, prepare_update, remember_stored
 from ._outcomes import (
     ABSENT,
     explain_size,
@@ -34,7 +34,6 @@ from ._outcomes import (
 from ._planner import plan
 from ._plans import Plan, Sent, Slot
 from ._reads import stored_child
-from ._requests import parent_save_actions
 from ._results import WriteResult
 from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._shard_items import create_shards
@@ -180,14 +179,14 @@ def _relearn(op: Operation, stored: Any) -> None:
     """Count ``op`` from the stored state a refusal taught: a stored child, or :data:`ABSENT` for an edit whose
     child was deleted since it was loaded (saving it again creates it, counted as new)."""
     if stored is ABSENT:
-        op.kind, op.basis, op.actions, op.shards, op.recreated = "counted_put", None, [], "Update", True
-        return
-    op.basis = stored
-    if op.kind == "counted_put":  # created again meanwhile: an edit of what is stored now
-        assert op.instance is not None
-        op.kind, op.actions, op.shards = "counted_edit", parent_save_actions(op.instance), ""
-    elif op.kind == "counted_update":
-        prepare_update(op)
+        classify_save(op, None)
+        op.recreated = True
+    elif op.kind == "counted_put":  # created again meanwhile: an edit of what is stored now
+        classify_save(op, stored)
+    else:
+        op.basis = stored
+        if op.kind == "counted_update":
+            prepare_update(op)
 
 
 def read_unknown_states(operations: Sequence[Operation]) -> None:
