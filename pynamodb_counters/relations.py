@@ -187,11 +187,7 @@ class Relation:
         """
         if self._parent_defaults is None:
             return {}
-        try:
-            defaults = self._parent_defaults(child)
-        except Exception as error:  # a user function: the child cannot be counted
-            raise ChildValueError(f"{self}: parent_defaults= failed on {type(child).__name__} {_describe(child)}: "
-                                  f"{error!r}; nothing was written", error) from error
+        defaults = self._call("parent_defaults", self._parent_defaults, child)
         attributes = self.parent_model.get_attributes()
         if not isinstance(defaults, dict) or not all(name in attributes and not isinstance(attributes[name],
                                                                                               CounterField)
@@ -215,11 +211,7 @@ class Relation:
         """
         if self._when is None:
             return True
-        try:
-            counts = self._when(child)
-        except Exception as error:  # a user function: any failure means the child cannot be counted
-            raise ChildValueError(f"{self}: when= failed on {type(child).__name__} {_describe(child)}: {error!r}; "
-                                  f"nothing was written", error) from error
+        counts = self._call("when", self._when, child)
         if not isinstance(counts, bool):
             raise ChildValueError(f"{self}: when= returned {counts!r} ({type(counts).__name__}) for "
                                   f"{type(child).__name__} {_describe(child)}; it must return True or False. "
@@ -234,16 +226,24 @@ class Relation:
         """
         if self._amount is None:
             return 1
-        try:
-            value = self._amount(child)
-        except Exception as error:  # a user function: any failure means the child cannot be counted
-            raise ChildValueError(f"{self}: amount= failed on {type(child).__name__} {_describe(child)}: "
-                                  f"{error!r}; nothing was written", error) from error
+        value = self._call("amount", self._amount, child)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ChildValueError(f"{self}: amount= returned {value!r} ({type(value).__name__}) for "
                                   f"{type(child).__name__} {_describe(child)}; it must return a whole number (an "
                                   f"int). Nothing was written")
-        return value
+        whole: int = value
+        return whole
+
+    def _call(self, option: str, function: Callable[[Any], Any], child: Model) -> Any:
+        """``function(child)``, the user function given as ``option=``.
+
+        :raises ChildValueError: it failed: the child cannot be counted.
+        """
+        try:
+            return function(child)
+        except Exception as error:  # a user function: any failure means the child cannot be counted
+            raise ChildValueError(f"{self}: {option}= failed on {type(child).__name__} {_describe(child)}: "
+                                  f"{error!r}; nothing was written", error) from error
 
     def parent_key(self, child: Model) -> ParentKey:
         """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
