@@ -74,7 +74,7 @@ def refusals(plan: Plan, sent: Sent) -> Optional[List[Tuple[Slot, CounterError]]
     if not failures:
         raise TransactionError(f"DynamoDB cancelled the transaction without naming a cause: {sent.error}",
                                sent.error)
-    return [(slot, _error(slot, reason, list(reasons), sent)) for slot, reason in failures]
+    return [(slot, _error(slot, reason, reasons, sent)) for slot, reason in failures]
 
 
 def proven(plan: Plan, sent: Sent) -> bool:
@@ -106,7 +106,7 @@ def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
         item.get(WRITE_ID) == {"S": plan.token}
 
 
-def _error(slot: Slot, reason: Dict[str, Any], reasons: List[Dict[str, Any]], sent: Sent) -> CounterError:
+def _error(slot: Slot, reason: Dict[str, Any], reasons: Sequence[Dict[str, Any]], sent: Sent) -> CounterError:
     code, item = reason.get("Code"), reason.get("Item")
     where = f"{slot.model.__name__} {slot.key!r}"
     common: Dict[str, Any] = dict(model=slot.model, key=slot.key, cancellation_reasons=reasons)

@@ -194,7 +194,7 @@ class CountedWriteError(CounterError, TransactWriteError):  # type: ignore[misc]
         self.model = model
         self.key = key
         self.raw_cancellation_reasons: List[Dict[str, Any]] = list(cancellation_reasons)
-        self._cancellation_reasons = [_cancellation_reason(raw) for raw in self.raw_cancellation_reasons]
+        self._cancellation_reasons: Optional[List[Optional[CancellationReason]]] = None  # built when first read
 
     @property
     def cancellation_reasons(self) -> List[Optional[CancellationReason]]:
@@ -207,6 +207,8 @@ class CountedWriteError(CounterError, TransactWriteError):  # type: ignore[misc]
         ``raw_item`` is there on PynamoDB 5.5 too, whose class has no such field (it is set on each object, and its
         ``==`` ignores it).
         """
+        if self._cancellation_reasons is None:  # a refusal the pipeline recovers from is never read
+            self._cancellation_reasons = [_cancellation_reason(raw) for raw in self.raw_cancellation_reasons]
         return self._cancellation_reasons
 
 
