@@ -196,11 +196,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
         # an Update, not a Put: the child's own counters (a child that is also a parent) and the library's
         # attributes stay as stored; every other attribute is set as the instance holds it, as save() writes it
         assert instance is not None and op.basis is not None
-        stored: Condition = key_attributes(model)[0].exists()
-        same = unchanged(model, op.basis, instance)
-        if same is not None:  # counted from the stored state it was loaded as, or refused and learned again
-            stored &= same
-        condition = stored if condition is None else stored & condition
+        condition = _stored_as(model, op.basis, instance, condition)
         actions = [*op.actions, WRITTEN_BY.set(token)]
         version = saved_version(instance, actions)  # as save() writes it: the local version plus one
         if version is not None and op.add_version_condition:
@@ -211,11 +207,7 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
     if op.kind == "counted_update":
         # the caller's actions, conditioned on the stored state their counts were computed from
         assert instance is not None and op.basis is not None and op.after is not None
-        stored = key_attributes(model)[0].exists()
-        same = unchanged(model, op.basis, op.after)
-        if same is not None:
-            stored &= same
-        condition = stored if condition is None else stored & condition
+        condition = _stored_as(model, op.basis, op.after, condition)
         request = pynamodb_view(instance).get_update_kwargs_from_instance(
             [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
             add_version_condition=op.add_version_condition)
@@ -224,13 +216,8 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":
-            present: Condition = key_attributes(model)[0].exists()
-            state = op.counted_state
-            assert state is not None
-            same = unchanged(model, state, instance)
-            if same is not None:  # counted off the parents its deltas name, or refused and learned again
-                present &= same
-            condition = present if condition is None else present & condition
+            assert op.counted_state is not None
+            condition = _stored_as(model, op.counted_state, instance, condition)
         if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
             known = pending_fold(model)
             condition = known if condition is None else condition & known
@@ -254,6 +241,17 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
     assert op.condition is not None
     request = key_request(model, op.key, condition=op.condition)
     return "ConditionCheck", request, Slot("other", model, op.key)
+
+
+def _stored_as(model: Type[Model], state: Model, other: Model, condition: Optional[Condition]) -> Condition:
+    """The condition of a counted edit, update or delete: the child is stored, and the attributes that decide its
+    parents (read on ``state`` or ``other``) hold the values of ``state``, the stored state its deltas were
+    counted from (as loaded, or learned again from a refusal); then the caller's ``condition``."""
+    stored: Condition = key_attributes(model)[0].exists()
+    same = unchanged(model, state, other)
+    if same is not None:
+        stored &= same
+    return stored if condition is None else stored & condition
 
 
 def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[_Entry]:
