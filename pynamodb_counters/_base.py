@@ -15,8 +15,8 @@ from pynamodb.models import Model
 
 from .exceptions import ConfigurationError
 
-__all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID", "WRITTEN_BY", "CountedBase",
-           "counted_classes", "feed_entry", "feeder_id", "require_mixin"]
+__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID",
+           "CountedBase", "counted_classes", "declared", "feed_entry", "feeder_id", "note_declared", "require_mixin"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -26,8 +26,13 @@ WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
 response was lost recognises its own committed write by it, even where the server forgets or ignores tokens."""
 
-WRITTEN_BY: Attribute[str] = UnicodeAttribute(attr_name=WRITE_ID)
-""":data:`WRITE_ID` as an attribute, for the Update of a counted edit."""
+EDIT_ID = "_ceid"
+"""The attribute a counted edit or update of a child sets: the token of the transaction that last edited it. A
+retried edit whose response was lost recognises its own committed write by it; the child's :data:`WRITE_ID`
+stays the create's, so that a retry of the create is still recognised after an edit."""
+
+EDITED_BY: Attribute[str] = UnicodeAttribute(attr_name=EDIT_ID)
+""":data:`EDIT_ID` as an attribute, for the Update of a counted edit."""
 
 SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
 """The counted-write sequence each parent item carries: every counted write that touches the item adds 1, as
@@ -52,6 +57,20 @@ class CountedBase:
     """The base of :class:`~pynamodb_counters.CounterMixin`: a model whose writes go through counting."""
 
     _pynamodb_counters_mixin = True
+
+
+_DECLARED = [0]  # relations declared so far in this process
+
+
+def declared() -> int:
+    """How many relations have been declared in this process so far: what is derived from every relation loaded
+    (another model's feeds in a shared table) is held until it changes."""
+    return _DECLARED[0]
+
+
+def note_declared() -> None:
+    """Count one more relation declared (:func:`declared`)."""
+    _DECLARED[0] += 1
 
 
 def counted_classes() -> Iterator[Type[Any]]:

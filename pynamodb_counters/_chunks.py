@@ -45,7 +45,7 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
         seen.add(own)
-        changes = [change for _, change in count(op)]
+        changes = count(op).changes
         parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for c in changes}, key=repr))
         # a limit held by the parent takes one increment per transaction: such a parent is never shared in a chunk
         single = frozenset(item_id(c.parent, c.key) for c in changes

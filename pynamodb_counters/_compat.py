@@ -23,9 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["ParentKey", "client_of", "discriminator_of", "key_attributes", "key_of", "normalize_key",
-           "pynamodb_connection", "saved_version", "serialize_key", "transact_client",
-           "version_condition"]
+__all__ = ["KEY_LIMITS", "ParentKey", "client_of", "discriminator_of", "holds", "key_attributes", "key_of",
+           "normalize_key", "oversized_key", "pynamodb_connection", "saved_version", "serialize_key",
+           "transact_client", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
@@ -90,19 +90,48 @@ def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Option
         if type(value) is str and value and type(attribute) is UnicodeAttribute:  # serialized as it is
             serialized.append(value)
             continue
-        try:
-            out = attribute.serialize(value)
-            ok = isinstance(out, _SERIALIZED_TYPES.get(attribute.attr_type, (object,)))
-            if ok and attribute.attr_type == NUMBER:
-                number = json.loads(out)
-                ok = isinstance(number, (int, float)) and not isinstance(number, bool)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        out = _serialized(attribute, value)
+        if out is None:
             raise ParentKeyError(f"{model.__name__}.{attribute.attr_name} is a {type(attribute).__name__}; "
                                  f"{value!r} ({type(value).__name__}) is not a valid key value for it")
         serialized.append(out)
     return serialized[0], (serialized[1] if len(serialized) > 1 else None)
+
+
+def holds(attribute: Attribute[Any], value: Any) -> bool:
+    """Whether ``attribute`` can store ``value``: it serializes it into a value of the attribute's DynamoDB type
+    (a number attribute into a number, not a string)."""
+    return _serialized(attribute, value) is not None
+
+
+def _serialized(attribute: Attribute[Any], value: Any) -> Any:
+    """``value`` serialized by ``attribute``, or ``None`` where it cannot be (it fails, or gives another type)."""
+    try:
+        out = attribute.serialize(value)
+        if not isinstance(out, _SERIALIZED_TYPES.get(attribute.attr_type, (object,))):
+            return None
+        if attribute.attr_type == NUMBER:
+            number = json.loads(str(out))
+            if not isinstance(number, (int, float)) or isinstance(number, bool):
+                return None
+    except (TypeError, ValueError):
+        return None
+    return out
+
+
+KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
+"""DynamoDB's limits on a key's values, in bytes, with their names."""
+
+
+def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
+    """What is wrong with a serialized key that DynamoDB would refuse as too long, or ``None``."""
+    for value, (limit, name) in zip(serialized, KEY_LIMITS):
+        if value is None or len(value) <= limit // 4:  # at most 4 bytes a character: short enough
+            continue
+        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        if size > limit:
+            return f"its {name} is {size} bytes; DynamoDB allows {limit} bytes"
+    return None
 
 
 def version_condition(instance: Model, actions: Optional[List[Action]] = None,

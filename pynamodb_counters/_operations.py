@@ -14,17 +14,19 @@ from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence
 
 from ._compat import key_of
 from ._context import counting_skipped
+from ._deltas import NONE, Deltas
 from ._requests import (
     bypass_of,
+    check_child_key,
     check_condition,
     check_counters_unchanged,
     deciding,
     guard_update,
-    known_values,
     parent_save_actions,
 )
 from ._results import CounterChange
 from ._spec import counters_of, relations_of
+from ._stored import Stored, known_values, stored_of
 from .exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["Operation", "check_operation", "check_token", "classify_save", "delete_operation", "prepare_update",
-           "remember_stored", "save_operation", "stored_state", "update_operation"]
+           "save_operation", "update_operation"]
 
 
 @dataclass
@@ -45,19 +47,14 @@ class Operation:
       ``"counted_delete"`` for a counted child; ``"put"``, ``"delete"``, ``"update"``,
       ``"check"`` for anything else (a parent's save is an ``"update"`` with :attr:`parent_save`).
     :ivar shards: ``"Update"`` to create the item's own shard items with it, ``"Delete"`` to delete them with it.
-    :ivar changes: a counted child's counter changes, computed by the planner: :attr:`removed`, then
-      :attr:`added`, then :attr:`changed`.
-    :ivar removed: the changes of the relations the child stops counting for (or moves away from).
-    :ivar added: the changes of the relations the child starts counting for (or moves to).
-    :ivar changed: the changes of the relations whose parent stays and whose amount changes.
-    :ivar basis: the stored state a counted edit, update or delete counts from: the item the instance was loaded
-      from (or last saved as), or what a read or a refusal taught.
-    :ivar after: a counted update's new state: :attr:`basis` with the actions applied.
-    :ivar counted: the planner's changes, each with its relation.
-    :ivar gone_parents: the rollups (parent model, key) found gone: their decrements are not sent.
-    :ivar gone: the changes not sent because their rollup was gone.
+    :ivar basis: the stored child a counted edit, update or delete counts from and is conditioned on: the item
+      the instance was loaded from (or last saved as), or what a read or a refusal taught, or, for a delete of an
+      instance built by hand that names its parents, what it would be stored as.
+    :ivar after: a counted update's stored child once written: :attr:`basis` with the actions applied.
+    :ivar deltas: a counted child's counter changes, decided by the planner (``_deltas.deltas``).
+    :ivar gone_parents: the rollups (parent model, key) found gone: what the child counted in them is not sent.
     :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
-    :ivar known: a counted update's attributes whose new value is known before sending, with the value.
+    :ivar known: a counted update's attributes whose stored value is known before sending, raw (``None``: removed).
     :ivar unknown: a counted update's attributes its other actions touch.
     """
 
@@ -70,46 +67,18 @@ class Operation:
     add_version_condition: bool = True
     parent_save: bool = False
     shards: str = ""
-    changes: Tuple[CounterChange, ...] = ()
-    basis: Optional[Model] = None
-    removed: Tuple[CounterChange, ...] = ()
-    added: Tuple[CounterChange, ...] = ()
-    changed: Tuple[CounterChange, ...] = ()
-    after: Optional[Model] = None
-    counted: List[Tuple[Any, CounterChange]] = field(default_factory=list)
+    basis: Optional[Stored] = None
+    after: Optional[Stored] = None
+    deltas: Deltas = NONE
     gone_parents: Set[Tuple[Any, Tuple[Any, ...]]] = field(default_factory=set)
-    gone: Tuple[CounterChange, ...] = ()
     recreated: bool = False
     known: Dict[str, Any] = field(default_factory=dict)
     unknown: FrozenSet[str] = frozenset()
 
     @property
-    def counted_state(self) -> Optional[Model]:
-        """What a counted child's deltas are computed from: the stored state when a read or a refusal taught
-        it, else the instance as the caller holds it."""
-        return self.basis if self.basis is not None else self.instance
-
-
-_STORED = "_pynamodb_counters_stored"  # on a counted child: the raw item it was loaded from, or last saved as
-
-
-def remember_stored(instance: Any, item: Optional[Dict[str, Any]]) -> None:
-    """Record that ``instance`` is stored as ``item`` (a raw DynamoDB item), or, with ``None``, that it is not
-    stored any more (deleted)."""
-    if item is None:
-        instance.__dict__.pop(_STORED, None)
-    else:
-        instance.__dict__[_STORED] = item
-
-
-def stored_state(instance: Model) -> Optional[Model]:
-    """The stored child ``instance`` was loaded from (or last saved as), as an instance of its model; ``None`` for
-    an instance that was never loaded or saved, or whose key was changed since."""
-    item = instance.__dict__.get(_STORED)
-    if item is None:
-        return None
-    stored = type(instance).from_raw_data(item)
-    return stored if key_of(stored) == key_of(instance) else None
+    def changes(self) -> Tuple[CounterChange, ...]:
+        """The counter changes the planner decided (none before planning)."""
+        return self.deltas.changes
 
 
 def check_token(token: Optional[str]) -> str:
@@ -144,13 +113,14 @@ def save_operation(instance: Model, condition: Optional[Condition] = None, *,
                          parent_save=True, shards="Update")
     if not counted:
         return Operation("put", model, key_of(instance), instance, condition)
+    check_child_key(instance)
     op = Operation("counted_put", model, key_of(instance), instance, condition,
                    add_version_condition=add_version_condition)
-    classify_save(op, stored_state(instance))
+    classify_save(op, stored_of(instance))
     return op
 
 
-def classify_save(op: Operation, basis: Optional[Model]) -> None:
+def classify_save(op: Operation, basis: Optional[Stored]) -> None:
     """Make ``op``, a counted child's save, an edit of ``basis`` (the stored child it replaces: its counts follow
     the change) or, for ``None``, a create (a guarded Put, its own shard items created with it)."""
     assert op.instance is not None
@@ -172,9 +142,11 @@ def delete_operation(instance: Model, condition: Optional[Condition] = None, *,
     check_condition(condition)
     skipped = counting_skipped(model)
     counted = bool(relations_of(model)) and not skipped
+    if counted:
+        check_child_key(instance)
     return Operation("counted_delete" if counted else "delete", model, key_of(instance), instance, condition,
                      add_version_condition=add_version_condition, shards="" if skipped else "Delete",
-                     basis=stored_state(instance) if counted else None)
+                     basis=stored_of(instance) if counted else None)
 
 
 def update_operation(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
@@ -189,6 +161,8 @@ def update_operation(instance: Model, actions: Sequence[Action], condition: Opti
         raise InvalidArgumentError("update() needs a non-empty list of actions")
     check_condition(condition)
     touched = guard_update(instance, actions, counted=True)
+    if relations_of(type(instance)) and not counting_skipped(type(instance)):
+        check_child_key(instance)
     if not touched:
         return Operation("update", type(instance), key_of(instance), instance, condition, list(actions),
                          add_version_condition)
@@ -197,24 +171,22 @@ def update_operation(instance: Model, actions: Sequence[Action], condition: Opti
         raise bypass_of(type(instance), name)
     # it sets what decides the child's counts: a counted update, from the stored state (read first if unknown)
     op = Operation("counted_update", type(instance), key_of(instance), instance, condition, list(actions),
-                   add_version_condition, basis=stored_state(instance), known=known, unknown=unknown)
+                   add_version_condition, basis=stored_of(instance), known=known, unknown=unknown)
     if op.basis is not None:
         prepare_update(op)
     return op
 
 
 def prepare_update(op: Operation) -> None:
-    """Set a counted update's :attr:`~Operation.after`: its stored state with the actions whose result is known
+    """Set a counted update's :attr:`~Operation.after`: its stored child with the actions whose result is known
     applied.
 
     :raises CountingBypassError: an action whose result is not known before sending (``ADD``, arithmetic,
       ``if_not_exists``...) on an attribute that decides what the child counts for.
     """
     assert op.basis is not None
-    after = op.model.from_raw_data(op.basis.serialize(null_check=False))
-    for name, value in op.known.items():
-        setattr(after, name, value)
-    for name in sorted(op.unknown.intersection(deciding(op.model, op.basis, after))):  # keys: refused already
+    after = op.basis.updated(op.known)
+    for name in sorted(op.unknown.intersection(deciding(op.model, op.basis.view, after.view))):  # keys: refused
         raise bypass_of(op.model, name)
     op.after = after
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from pynamodb.models import Model
 
-from ._base import SHARD_COUNT, WRITE_ID
+from ._base import EDIT_ID, FED_BY, SHARD_COUNT, WRITE_ID
 from ._compat import discriminator_of
 from ._costs import ITEM_LIMIT_BYTES, item_bytes
 from ._items import count_of, stored_of
@@ -21,7 +21,8 @@ from ._operations import Operation
 from ._plans import Plan, Sent, Slot
 from ._requests import deciding, pending_fold_message
 from ._retries import RETRYABLE_REASONS
-from ._spec import counters_of, relations_of, shard_count
+from ._spec import counters_of, foreign_feeds, relations_of, shard_count
+from ._stored import Stored
 from .exceptions import (
     ChildValueError,
     ConditionFailedError,
@@ -35,7 +36,7 @@ from .exceptions import (
     TransactionError,
 )
 
-__all__ = ["ABSENT", "explain_size", "most_fundamental", "names_parents", "next_token", "proven", "refusals",
+__all__ = ["ABSENT", "explain", "most_fundamental", "names_parents", "next_token", "proven", "refusals",
            "relearned", "returned_rollups", "stale_children"]
 
 _CHECK_FAILED = "ConditionalCheckFailed"
@@ -101,9 +102,11 @@ def _own_deletes(plan: Plan, reasons: Sequence[Dict[str, Any]]) -> bool:
 
 
 def _own_write(plan: Plan, slot: Slot, reason: Dict[str, Any]) -> bool:
+    """Whether a refused child's item carries this write's token: a create's write id, or an edit's."""
+    if reason.get("Code") != _CHECK_FAILED or slot.kind not in ("put", "edit"):
+        return False
     item = reason.get("Item") or {}
-    return slot.kind in ("put", "edit") and reason.get("Code") == _CHECK_FAILED and \
-        item.get(WRITE_ID) == {"S": plan.token}
+    return item.get(WRITE_ID if slot.kind == "put" else EDIT_ID) == {"S": plan.token}
 
 
 def _error(slot: Slot, reason: Dict[str, Any], reasons: Sequence[Dict[str, Any]], sent: Sent) -> CounterError:
@@ -124,7 +127,8 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: Sequence[Dict[str, Any]]
         return ConditionFailedError(f"the condition on saving {where} was not met", sent.error, **common)
     if slot.kind == "edit":
         if item:
-            return ConditionFailedError(f"the condition on saving {where} was not met", sent.error, **common)
+            verb = "updating" if slot.updating else "saving"
+            return ConditionFailedError(f"the condition on {verb} {where} was not met", sent.error, **common)
         return ConditionFailedError(f"{where} was deleted since it was loaded, and kept changing; nothing was "
                                     f"written", sent.error, **common)
     if slot.kind == "delete":
@@ -136,6 +140,10 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: Sequence[Dict[str, Any]]
     if slot.kind == "gone":
         return ConditionFailedError(f"rollup {where}, found gone, kept being created again while a delete counted "
                                     f"off it was sent; nothing was written", sent.error, **common)
+    if slot.must_exist and not item:
+        return MissingChildError(f"{where} does not exist; an update of a counted child never creates it (it would "
+                                 f"not be counted): save() it to create and count it. Nothing was written",
+                                 sent.error, **common)
     return ConditionFailedError(f"the condition on {where} was not met", sent.error, **common)
 
 
@@ -149,6 +157,17 @@ def _parent_error(slot: Slot, item: Optional[Dict[str, Any]], where: str, sent: 
             f"save the parent again); nothing was written", sent.error, shard=slot.shard, **common)
     if not item:
         return ParentNotFoundError(f"parent {where} does not exist; nothing was written", sent.error, **common)
+    if slot.absent:
+        return ConditionFailedError(f"rollup {where}, found gone, kept being created again while this write "
+                                    f"counted into it; nothing was written", sent.error, **common)
+    foreign = foreign_feeds(model) if slot.rollup else {}
+    owners = sorted({str(foreign[entry]) for entry in (item.get(FED_BY.attr_name) or {}).get("SS", ())
+                     if entry in foreign})
+    if owners:
+        return ParentNotFoundError(f"parent {where} is an item that {', '.join(owners)} counts into, not a "
+                                   f"{model.__name__}: an item belongs to one model, and {model.__name__}'s "
+                                   f"counters are never added to another's. Nothing was written", sent.error,
+                                   **common)
     attribute = discriminator_of(model)
     if attribute is not None:
         allowed = {attribute.get_discriminator(cls) for cls in attribute.get_registered_subclasses(model)}
@@ -192,19 +211,14 @@ def next_token(token: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_OID, token))
 
 
-def relearned(model: Type[Model], state: Model, item: Dict[str, Any], *others: Optional[Model]) -> Optional[Model]:
-    """The stored child ``item`` (returned by a refused counted write), when it counts otherwise than ``state``,
-    the state the write's deltas were computed from: when an attribute the write's condition checked differs (one
-    read by the relations on the stored child, on ``state``, or on ``others``: the new or in-memory state); else
-    ``None``. It keeps ``state``'s version, so that a ``VersionAttribute`` still refuses a stale write."""
-    stored = model.from_raw_data(item)
-    states = [stored, state, *(other for other in others if other is not None)]
-    if all(getattr(stored, name) == getattr(state, name) for name in deciding(model, *states)):
-        return None
-    version = model._version_attribute_name
-    if version:
-        setattr(stored, version, getattr(state, version))
-    return stored
+def relearned(basis: Stored, item: Dict[str, Any], *others: Optional[Model]) -> Optional[Stored]:
+    """The stored child ``item`` (returned by a refused counted write), when it is stored otherwise than ``basis``,
+    the stored child the write's deltas were counted from and its condition checked: when an attribute that
+    decides its parents (read by the relations on either child as loaded, or on ``others``: the new or in-memory
+    state) holds another raw value; else ``None`` (the caller's own condition, or a version, refused it)."""
+    stored = Stored(basis.model, item)
+    states = [stored.view, basis.view, *(other for other in others if other is not None)]
+    return stored if stored.differs(basis, deciding(basis.model, *states)) else None
 
 
 def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
@@ -218,10 +232,17 @@ def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
     return True
 
 
-def explain_size(plan: Plan, error: TransactionError) -> TransactionError:
-    """``error``, or, when DynamoDB refused an item as too large, an error that says how much of the largest Put
-    the library adds (the write id, a sharded parent's shard count), and whether the item fits without it."""
-    if error.cause_response_code != "ValidationException" or "size" not in str(error).lower():
+def explain(plan: Plan, error: TransactionError) -> TransactionError:
+    """``error``, or an error that says what DynamoDB refused in ``plan``: a table that does not exist (named,
+    with the likely cause), or an item too large (how much of the largest Put the library adds: the write id, a
+    sharded parent's shard count, and whether the item fits without it)."""
+    if error.cause_response_code == "ResourceNotFoundException":
+        tables = sorted({request.get("TableName", "?") for item in plan.items for request in item.values()})
+        return TransactionError(
+            f"DynamoDB has no table {' or '.join(map(repr, tables))} where this transaction was sent (its region "
+            f"and endpoint): create it (Model.create_table(), once), or check the models' Meta.table_name, region "
+            f"and host. Nothing was written ({error})", error.cause)
+    if error.cause_response_code != "ValidationException" or "item size" not in str(error).lower():
         return error
     puts = []
     for item, slot in zip(plan.items, plan.slots):
@@ -241,14 +262,14 @@ def explain_size(plan: Plan, error: TransactionError) -> TransactionError:
         f"counted items {whole - own_bytes} bytes further under it. Nothing was written ({error})", error.cause)
 
 
-_LIBRARY_ATTRIBUTES = frozenset((WRITE_ID, SHARD_COUNT.attr_name))
+_LIBRARY_ATTRIBUTES = frozenset((WRITE_ID, EDIT_ID, SHARD_COUNT.attr_name))
 
 
 def returned_rollups(plan: Plan, sent: Sent) -> Set[Tuple[Type[Model], Tuple[Any, ...]]]:
     """The rollups (model, key) a write sent without their decrements, because it had found them gone, that the
     refusal found stored again (created since by a first count)."""
     return {(slot.model, slot.key) for slot, reason in zip(plan.slots, sent.cancellation_reasons or [])
-            if slot.kind == "gone" and reason.get("Code") == _CHECK_FAILED}
+            if (slot.kind == "gone" or slot.absent) and reason.get("Code") == _CHECK_FAILED and reason.get("Item")}
 
 
 ABSENT: Any = object()
@@ -269,7 +290,7 @@ def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> D
         if slot.kind == "put":  # an edit turned into a create (its child was deleted), and created again meanwhile
             for index, op in enumerate(operations):
                 if op.instance is slot.instance and op.recreated and item and not _own_write(plan, slot, reason):
-                    learned[index] = op.model.from_raw_data(item)
+                    learned[index] = Stored(op.model, item)
             continue
         for index, op in enumerate(operations):
             if op.instance is not slot.instance or op.kind not in ("counted_edit", "counted_update", "counted_delete"):
@@ -278,8 +299,8 @@ def stale_children(plan: Plan, sent: Sent, operations: Sequence[Operation]) -> D
                 if op.kind == "counted_edit":
                     learned[index] = ABSENT
                 continue
-            state = op.basis if op.kind != "counted_delete" else op.counted_state
-            stored = relearned(op.model, state, item, op.after, op.instance) if state is not None else None
+            stored = relearned(op.basis, item, op.after.view if op.after is not None else None, op.instance) \
+                if op.basis is not None else None
             if stored is not None:
                 learned[index] = stored
     return learned

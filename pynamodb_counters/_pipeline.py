@@ -19,10 +19,10 @@ from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Uni
 from pynamodb.exceptions import PynamoDBException
 
 from ._connection import send
-from ._operations import Operation, classify_save, prepare_update, remember_stored
+from ._operations import Operation, classify_save, prepare_update
 from ._outcomes import (
     ABSENT,
-    explain_size,
+    explain,
     most_fundamental,
     names_parents,
     next_token,
@@ -37,6 +37,7 @@ from ._reads import stored_child
 from ._results import WriteResult
 from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._shard_items import create_shards
+from ._stored import Stored, forget, remember
 from .exceptions import (
     CountedWriteError,
     CounterError,
@@ -122,7 +123,7 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
             sent = send(planned.slots[0].model, planned.items, planned.token, policy=policy,
                         return_consumed_capacity=return_consumed_capacity, on_request=on_request)
         except TransactionError as error:
-            raise explain_size(planned, error) from error.cause
+            raise explain(planned, error) from error.cause
         refused = refusals(planned, sent) if sent.response is None else None  # None: committed
         if refused is None:
             return finish(planned, sent, earlier, lost)
@@ -136,7 +137,7 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
                 op.gone_parents -= returned
             token = next_token(token)
             continue
-        gone, others = _gone_rollups(refused, operations)
+        gone, others = _gone_rollups(refused, operations, planned, sent)
         if gone and not others and again:  # rollups that expired: the child goes without their decrements
             for op, parent in gone:
                 op.gone_parents.add(parent)
@@ -152,23 +153,31 @@ def commit(operations: Sequence[Operation], token: str, policy: Optional[RetryPo
         return Refused(planned, refused)
 
 
-def _gone_rollups(refused: List[Tuple[Slot, CounterError]], operations: Sequence[Operation]
-                  ) -> Tuple[List[Tuple[Operation, Tuple[Any, Tuple[Any, ...]]]], List[Tuple[Slot, CounterError]]]:
-    """Split a refusal into the rollup parents it found gone that only the decrements of relations creating their
-    parents (``create_parent=True``) feed, each with the operations feeding it (a decrement never creates a
-    parent, and the child may go without it), and the other refusals.
+def _gone_rollups(refused: List[Tuple[Slot, CounterError]], operations: Sequence[Operation], planned: Plan,
+                  sent: Sent) -> Tuple[List[Tuple[Operation, Tuple[Any, Tuple[Any, ...]]]],
+                                       List[Tuple[Slot, CounterError]]]:
+    """Split a refusal into the rollups it found gone, each with the operations counting into it, and the other
+    refusals. A rollup is found gone when its Update, fed only by relations creating their parents
+    (``create_parent=True``), found no item while it needed one: something counted into it besides first counts
+    (a decrement, a change of amount), whose child was counted in the rollup that expired. Those changes are then
+    not sent; first counts create it again.
 
-    Only a refusal made of gone rollups alone sends the write again without their decrements: beside any other
+    Only a refusal made of gone rollups alone sends the write again without their changes: beside any other
     refusal (a missing child above all, whose rollup is absent because it was never counted), the other refusal
-    stands, and the decrements are not dropped on the strength of a state that another writer may change before
-    the write is sent again."""
+    stands, and nothing is dropped on the strength of a state that another writer may change before the write is
+    sent again."""
+    reasons = {id(slot): reason for slot, reason in zip(planned.slots, sent.cancellation_reasons or [])}
     gone: List[Tuple[Operation, Tuple[Any, Tuple[Any, ...]]]] = []
     others: List[Tuple[Slot, CounterError]] = []
     for slot, error in refused:
-        feeding = [(op, relation, change) for op in operations for relation, change in op.counted
-                   if change.parent is slot.model and change.key == slot.key] \
-            if slot.kind == "parent" and not slot.shard and isinstance(error, ParentNotFoundError) else []
-        if feeding and all(relation.create_parent and change.delta < 0 for _, relation, change in feeding):
+        feeding = [(op, relation, first) for op in operations
+                   for first, pairs in ((False, op.deltas.removed), (True, op.deltas.added),
+                                        (False, op.deltas.changed))
+                   for relation, change in pairs if change.parent is slot.model and change.key == slot.key] \
+            if slot.kind == "parent" and not slot.shard and isinstance(error, ParentNotFoundError) and \
+            not reasons[id(slot)].get("Item") else []
+        if feeding and all(relation.create_parent for _, relation, _ in feeding) and \
+                not all(first for _, _, first in feeding):
             gone.extend((op, (slot.model, slot.key)) for op, _, _ in feeding)
         else:
             others.append((slot, error))
@@ -176,7 +185,7 @@ def _gone_rollups(refused: List[Tuple[Slot, CounterError]], operations: Sequence
 
 
 def _relearn(op: Operation, stored: Any) -> None:
-    """Count ``op`` from the stored state a refusal taught: a stored child, or :data:`ABSENT` for an edit whose
+    """Count ``op`` from the stored child a refusal taught: a :class:`Stored`, or :data:`ABSENT` for an edit whose
     child was deleted since it was loaded (saving it again creates it, counted as new)."""
     if stored is ABSENT:
         classify_save(op, None)
@@ -201,8 +210,8 @@ def read_unknown_states(operations: Sequence[Operation]) -> None:
     for op in operations:
         if op.kind == "counted_delete" and op.basis is None:
             assert op.instance is not None
-            if not names_parents(op.model, op.instance, -1):
-                op.basis = stored_child(op.model, op.instance)
+            op.basis = Stored.of_instance(op.instance) if names_parents(op.model, op.instance, -1) else \
+                stored_child(op.model, op.instance)
         elif op.kind == "counted_update" and op.basis is None:  # an update of an instance never loaded
             assert op.instance is not None
             op.basis = stored_child(op.model, op.instance)
@@ -238,11 +247,11 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
             assert instance is not None
             children.append(slot)
             if slot.kind == "delete":
-                remember_stored(instance, None)
+                forget(instance)
             elif "Put" in item:
-                remember_stored(instance, item["Put"]["Item"])
+                remember(instance, item["Put"]["Item"])
             else:
-                remember_stored(instance, (slot.state or instance).serialize(null_check=False))
+                remember(instance, slot.stored if slot.stored is not None else instance.serialize(null_check=False))
     result = WriteResult(
         token=plan.token,
         changes=tuple(change for slot in children for change in slot.changes),
@@ -250,12 +259,13 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
         attempts=earlier + sent.attempts,
         recovered=sent.response is None,
         uncertain=lost or (sent.response is None and not proven(plan, sent)),
-        rollups_gone=tuple(change for slot in children for change in slot.gone),
+        rollups_gone=tuple(change for slot in children for change in slot.counted.gone),
     )
     if child_removed.receivers or child_added.receivers or child_changed.receivers:
         for slot in children:
-            for signal, changes in ((child_removed, slot.removed), (child_added, slot.added),
-                                    (child_changed, slot.changed)):
+            for signal, changes in ((child_removed, slot.counted.of("removed")),
+                                    (child_added, slot.counted.of("added")),
+                                    (child_changed, slot.counted.of("changed"))):
                 if changes:
                     send_safely(signal, slot.model, instance=slot.instance, changes=changes,
                                 consumed_capacity=result.consumed_capacity, result=result)

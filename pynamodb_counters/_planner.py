@@ -10,6 +10,10 @@ What a plan guarantees, before anything is sent:
   Update (``ADD a :x, b :y``) guarded by the parent's existence, its discriminator and, for each decrement, a
   floor of zero (lifted while a formerly sharded counter awaits its fold), and adding 1 to the parent's
   counted-write sequence (deltas that net to zero are dropped, the sequence still moves);
+* a rollup (``create_parent=True``) is created only by first counts (children that start counting in it), with
+  every counter it receives, ``0`` included; any other change needs it stored, and one that counts into it again
+  after a delete or edit found it gone needs it still absent; in a table shared without a discriminator, it is
+  never an item recorded as fed by another model's relations;
 * a caller's ``update()`` or ``condition_check()`` on a parent that receives deltas is merged into that Update;
 * a sharded counter's delta goes to the child's shard item (the parent item for shard 0), guarded by that item
   being a shard, with no floor (a shard may dip below zero once its counter is resharded; the total stays
@@ -20,31 +24,34 @@ What a plan guarantees, before anything is sent:
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import operator
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
-from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID, WRITTEN_BY
-from ._compat import discriminator_of, key_attributes, saved_version, version_condition
+from ._base import EDITED_BY, FED_BY, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID, declared
+from ._compat import discriminator_of, key_attributes, oversized_key, saved_version, version_condition
+from ._context import counting_skipped
+from ._deltas import Deltas, deltas
 from ._operations import Operation
 from ._plans import ItemId, Plan, Slot
 from ._requests import (
     created_parent_condition,
+    deciding,
     item_id,
     key_request,
     parent_condition,
     pending_fold,
     pynamodb_view,
     serialized_key_request,
-    unchanged,
     within_limit,
 )
-from ._results import CounterChange
 from ._shards import shard_key
-from ._spec import counters_of, relations_of, shard_count, spec_of
-from .exceptions import InvalidTransactionError, TransactionTooLargeError
+from ._spec import counters_of, foreign_feeds, relations_of, shard_count, spec_of
+from ._stored import Stored, as_loaded
+from .exceptions import InvalidArgumentError, InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 from .relations import Relation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,28 +71,44 @@ _Entry = Tuple[ItemId, str, Dict[str, Any], Slot]  # an action of a plan: its it
 
 def plan(operations: Sequence[Operation], token: str) -> Plan:
     """Build the TransactWriteItems of ``operations``. Pure: reads the models, sends nothing. Each counted
-    child's :attr:`~Operation.changes` are computed here, from its :attr:`~Operation.counted_state`.
+    child's :attr:`~Operation.deltas` are decided here (:func:`count`).
 
     :raises TransactionTooLargeError: more than 100 actions.
     :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
-    :raises ParentKeyError: a relation's key function gave an unusable parent key.
+    :raises ParentKeyError: a relation's key function gave an unusable parent key, one too long for DynamoDB, or
+      the key of an item another model's relation counts into in the same transaction.
+    :raises InvalidArgumentError: a child's own key is too long for DynamoDB.
     """
     entries: List[_Entry] = []
     parents: Dict[ItemId, Slot] = {}
+    feeders: Dict[ItemId, Relation] = {}
     merged: Dict[ItemId, Operation] = {}
 
     for op in operations:  # first pass: which parent items receive deltas
-        if op.kind in COUNTED:
-            for relation, change in count(op):
+        if op.kind not in COUNTED:
+            continue
+        found = count(op)
+        for first, pairs in ((False, found.removed), (True, found.added), (False, found.changed)):
+            for relation, change in pairs:
                 where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
-                slot = parents.setdefault(where, Slot("parent", change.parent, change.key, shard=change.shard))
+                slot = parents.get(where)
+                if slot is None:
+                    _check_parent_key(relation, change.key, where)
+                    slot = parents[where] = Slot("parent", change.parent, change.key, shard=change.shard)
+                    feeders[where] = relation
+                elif slot.model is not change.parent:
+                    slot.model = _one_model(slot, change.parent, relation, feeders[where])
                 slot.deltas[change.attribute] = slot.deltas.get(change.attribute, 0) + change.delta
                 slot.fed_by.add(relation.feed)
-                slot.creates = slot.creates and relation.create_parent
-                if relation.create_parent and change.delta > 0 and slot.defaults is None:
-                    state = op.after if op.after is not None else op.instance
-                    assert state is not None
-                    slot.defaults = relation.parent_defaults(state)
+                slot.rollup = slot.rollup and relation.create_parent
+                slot.creates = slot.creates and relation.create_parent and first
+                if relation.create_parent and first and change.delta >= 0 and slot.defaults is None:
+                    slot.defaults = relation.parent_defaults(_new_state(op))
+    for op in operations:  # a rollup found gone that a write counts into again must still be absent
+        for model, key in op.gone_parents:
+            slot = parents.get(item_id(model, key))
+            if slot is not None:
+                slot.absent = True
 
     for op in operations:
         where = item_id(op.model, op.key)
@@ -94,9 +117,7 @@ def plan(operations: Sequence[Operation], token: str) -> Plan:
             merged[where] = op
             continue
         if where in parents:
-            raise InvalidTransactionError(
-                f"{op.model.__name__} {op.key} is both written and counted as a parent in this transaction"
-                + (" (a child counted on itself)" if op.kind.startswith("counted") else ""))
+            raise InvalidTransactionError(_written_and_counted(op, parents[where]))
         entries.append((where,) + _child_or_other(op, token))
         if op.shards and shard_count(op.model) > 1:
             entries.extend(shard_entries(op.model, op.key, op.shards))
@@ -125,60 +146,77 @@ COUNTED = ("counted_put", "counted_edit", "counted_update", "counted_delete")
 """The kinds of :class:`~pynamodb_counters._operations.Operation` that move counters."""
 
 
-def count(op: Operation) -> List[Tuple[Relation, CounterChange]]:
-    """The counter changes of a counted child's operation, each with its relation, and the operation's
-    :attr:`~Operation.changes`, :attr:`~Operation.removed`, :attr:`~Operation.added` and
-    :attr:`~Operation.changed` set from them.
-
-    A new child adds what it counts for, a deleted one removes what its stored state counts for. An edit
-    compares, relation by relation, its stored state with its new state: a relation it starts counting for is
-    added, one it stops counting for is removed, a move to another parent is both, and a change of amount on the
-    same parent is one change of the difference (none when the difference is zero).
+def count(op: Operation) -> Deltas:
+    """Decide a counted child's :attr:`~Operation.deltas` (:func:`~pynamodb_counters._deltas.deltas`), from the
+    stored child it replaces, as PynamoDB loads it (none for a new child), and the child as PynamoDB will load it
+    once written (none for a delete).
 
     :raises ParentKeyError: a key function gave an unusable parent key.
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
     """
     assert op.instance is not None
-    if op.kind == "counted_put":  # a new child: what it counts for, added
-        pairs = [(relation, change) for relation in relations_of(op.model)
-                 for change in relation.changes(op.instance, 1)]
-        op.counted, op.removed, op.changed = pairs, (), ()
-        op.added = op.changes = tuple(change for _, change in pairs)
-        return pairs
-    removed: List[Tuple[Relation, CounterChange]] = []
-    added: List[Tuple[Relation, CounterChange]] = []
-    changed: List[Tuple[Relation, CounterChange]] = []
-    for relation in relations_of(op.model):
-        edit = op.kind in ("counted_edit", "counted_update")
-        before = relation.changes(op.basis, -1) if edit and op.basis is not None else []
-        if op.kind == "counted_delete":
-            state = op.counted_state
-            assert state is not None
-            removed.extend((relation, change) for change in relation.changes(state, -1))
-            continue
-        after = relation.changes(op.after if op.after is not None else op.instance, 1)
-        if before and after and (before[0].key, before[0].shard) == (after[0].key, after[0].shard):
-            delta = before[0].delta + after[0].delta
-            if delta:
-                changed.append((relation, replace(after[0], delta=delta)))
-            continue
-        removed.extend((relation, change) for change in before)
-        added.extend((relation, change) for change in after)
-    # rollups found gone (expired): their decrements are not sent, and are reported
-    op.gone = tuple(change for _, change in removed if (change.parent, change.key) in op.gone_parents)
-    if op.gone:
-        removed = [(relation, change) for relation, change in removed
-                   if (change.parent, change.key) not in op.gone_parents]
-    op.removed = tuple(change for _, change in removed)
-    op.added = tuple(change for _, change in added)
-    op.changed = tuple(change for _, change in changed)
-    op.changes = op.removed + op.added + op.changed
-    op.counted = removed + added + changed
-    return op.counted
+    if op.kind == "counted_delete" and op.basis is None:  # an instance built by hand that names its parents
+        op.basis = Stored.of_instance(op.instance)
+    before = op.basis.view if op.kind != "counted_put" and op.basis is not None else None
+    after = None if op.kind == "counted_delete" else _new_state(op)
+    op.deltas = deltas(relations_of(op.model), before, after, op.gone_parents)
+    return op.deltas
+
+
+def _new_state(op: Operation) -> Model:
+    """A counted child as PynamoDB will load it once the write lands: a counted update's stored result, or the
+    instance (as stored) for a save."""
+    if op.after is not None:
+        return op.after.view
+    assert op.instance is not None
+    return as_loaded(op.instance)
+
+
+def _one_model(slot: Slot, model: Type[Model], relation: Relation, other: Relation) -> Type[Model]:
+    """The model of one parent item counted into by two relations: the more derived of the two (a subclass's
+    counter and its base's on one item of a single-table model).
+
+    :raises ParentKeyError: the two models are unrelated: the key of one's item names the other's.
+    """
+    if issubclass(model, slot.model):
+        return model
+    if issubclass(slot.model, model):
+        return slot.model
+    raise ParentKeyError(
+        f"{relation}: the key function gave {slot.key!r}, the key of the {slot.model.__name__} item that {other} "
+        f"counts into in this same write: an item belongs to one model, and {model.__name__}'s counters are "
+        f"never added to a {slot.model.__name__}. Give {model.__name__}'s items keys of their own (a prefix "
+        f"such as 'DAY#'). Nothing was written")
+
+
+def _check_parent_key(relation: Relation, key: Tuple[Any, ...], where: ItemId) -> None:
+    """Refuse a parent key DynamoDB would refuse as too long.
+
+    :raises ParentKeyError: naming the key's part and DynamoDB's limit.
+    """
+    wrong = oversized_key(where[1:])
+    if wrong is not None:
+        raise ParentKeyError(f"{relation}: the key function gave a key of {relation.parent_model.__name__} that "
+                             f"DynamoDB cannot store: {wrong} ({str(key)[:80]}...). Nothing was written")
+
+
+def _written_and_counted(op: Operation, slot: Slot) -> str:
+    """Why ``op`` cannot be in a transaction that also counts into its own item."""
+    where = f"{op.model.__name__} {op.key}"
+    if op.kind in COUNTED and any(item_id(change.parent, change.key) == item_id(op.model, op.key)
+                                  for change in op.changes):
+        return f"{where} is both written and counted as a parent in this transaction (a child counted on itself)"
+    return (f"{where} is both written and counted into as a parent in this transaction, and DynamoDB allows one "
+            f"action per item: commit the write and the children counted into it in two transactions")
 
 
 def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slot]:
     instance, model, condition = op.instance, op.model, op.condition
+    if op.kind in ("counted_put", "counted_edit", "counted_update", "counted_delete"):
+        wrong = oversized_key(item_id(model, op.key)[1:])
+        if wrong is not None:
+            raise InvalidArgumentError(f"{model.__name__} {str(op.key)[:80]}... cannot be stored by DynamoDB: "
+                                       f"{wrong}. Nothing was written")
     if op.kind in ("counted_put", "put"):
         assert instance is not None
         if op.kind == "counted_put":
@@ -191,33 +229,32 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
         if op.kind == "put":
             return "Put", request, Slot("other", model, op.key, instance)
         request["Item"][WRITE_ID] = {"S": token}
-        return "Put", request, Slot("put", model, op.key, instance, changes=op.changes, added=op.added)
+        return "Put", request, Slot("put", model, op.key, instance, counted=op.deltas)
     if op.kind == "counted_edit":
         # an Update, not a Put: the child's own counters (a child that is also a parent) and the library's
         # attributes stay as stored; every other attribute is set as the instance holds it, as save() writes it
         assert instance is not None and op.basis is not None
-        condition = _stored_as(model, op.basis, instance, condition)
-        actions = [*op.actions, WRITTEN_BY.set(token)]
+        condition = _stored_as(model, op.basis, (as_loaded(instance), instance), condition)
+        actions = [*op.actions, EDITED_BY.set(token)]
         version = saved_version(instance, actions)  # as save() writes it: the local version plus one
         if version is not None and op.add_version_condition:
             condition &= version
         request = key_request(model, op.key, condition=condition, actions=actions)
-        return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
-                                       added=op.added, changed=op.changed, gone=op.gone)
+        return "Update", request, Slot("edit", model, op.key, instance, counted=op.deltas)
     if op.kind == "counted_update":
         # the caller's actions, conditioned on the stored state their counts were computed from
         assert instance is not None and op.basis is not None and op.after is not None
-        condition = _stored_as(model, op.basis, op.after, condition)
+        condition = _stored_as(model, op.basis, (op.after.view,), condition)
         request = pynamodb_view(instance).get_update_kwargs_from_instance(
-            [*op.actions, WRITTEN_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
+            [*op.actions, EDITED_BY.set(token)], condition=condition, return_values_on_condition_failure=ALL_OLD,
             add_version_condition=op.add_version_condition)
-        return "Update", request, Slot("edit", model, op.key, instance, changes=op.changes, removed=op.removed,
-                                       added=op.added, changed=op.changed, state=op.after, gone=op.gone)
+        return "Update", request, Slot("edit", model, op.key, instance, counted=op.deltas, stored=op.after.item,
+                                       updating=True)
     if op.kind in ("counted_delete", "delete"):
         assert instance is not None
         if op.kind == "counted_delete":
-            assert op.counted_state is not None
-            condition = _stored_as(model, op.counted_state, instance, condition)
+            assert op.basis is not None
+            condition = _stored_as(model, op.basis, (instance,), condition)
         if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
             known = pending_fold(model)
             condition = known if condition is None else condition & known
@@ -226,29 +263,36 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
                                                            add_version_condition=op.add_version_condition)
         if op.kind == "delete":
             return "Delete", request, Slot("other", model, op.key, instance)
-        return "Delete", request, Slot("delete", model, op.key, instance, changes=op.changes, removed=op.removed,
-                                       gone=op.gone)
+        return "Delete", request, Slot("delete", model, op.key, instance, counted=op.deltas)
     if op.kind == "update":
         assert instance is not None
         actions = list(op.actions)
         if op.shards and shard_count(model) > 1:
             # created in this same transaction; a larger number recorded (a shrink not yet folded) is kept
             actions.append(SHARD_COUNT.set(SHARD_COUNT | shard_count(model)))
+        child = bool(relations_of(model)) and not counting_skipped(model)
+        if child:  # an uncounted update of a counted child never creates it (it would not be counted)
+            exists: Condition = key_attributes(model)[0].exists()
+            condition = exists if condition is None else exists & condition
         request = pynamodb_view(instance).get_update_kwargs_from_instance(actions, condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)
-        return "Update", request, Slot("other", model, op.key, instance)
+        return "Update", request, Slot("other", model, op.key, instance, must_exist=child)
     assert op.condition is not None
     request = key_request(model, op.key, condition=op.condition)
     return "ConditionCheck", request, Slot("other", model, op.key)
 
 
-def _stored_as(model: Type[Model], state: Model, other: Model, condition: Optional[Condition]) -> Condition:
+def _stored_as(model: Type[Model], basis: Stored, others: Sequence[Model], condition: Optional[Condition]
+               ) -> Condition:
     """The condition of a counted edit, update or delete: the child is stored, and the attributes that decide its
-    parents (read on ``state`` or ``other``) hold the values of ``state``, the stored state its deltas were
-    counted from (as loaded, or learned again from a refusal); then the caller's ``condition``."""
+    parents (read on the stored child as loaded, or on ``others``: the new state, the instance) hold what
+    ``basis`` holds, the stored child its deltas were counted from (as loaded, or learned again from a refusal);
+    then the caller's ``condition``."""
     stored: Condition = key_attributes(model)[0].exists()
-    same = unchanged(model, state, other)
+    states: List[Model] = [basis.view]
+    states.extend(other for other in others if all(other is not state for state in states))
+    same = basis.unchanged(deciding(model, *states))
     if same is not None:
         stored &= same
     return stored if condition is None else stored & condition
@@ -287,14 +331,15 @@ def _parent_request(slot: Slot, merged: Optional[Operation], where: ItemId) -> T
     deltas, which feeds, whether it creates its parent, its table, its counters' shards and limits, and, in a
     single-table model, the subclasses declared so far), except for the key, a caller's merged update and a
     created parent's defaults: each shape is built once through PynamoDB and then copied with another key."""
-    if merged is not None or (slot.creates and slot.defaults):
+    if merged is not None or (slot.creates and slot.defaults) or slot.absent:
         return "Update", _build_parent_request(slot, merged, where)
     discriminator = discriminator_of(slot.model)  # its guard names the subclasses known: more may be declared
     counters = counters_of(slot.model)
     shape = (slot.model.Meta.table_name,  # PynamoDB follows a table name changed at run time
-             bool(slot.shard), tuple(slot.deltas.items()), frozenset(slot.fed_by), slot.creates,
+             bool(slot.shard), tuple(slot.deltas.items()), frozenset(slot.fed_by), slot.creates, slot.rollup,
              shard_count(slot.model), tuple((counters[name].shards, _limit_of(counters[name])) for name in slot.deltas),
-             None if discriminator is None else tuple(discriminator.get_registered_subclasses(slot.model)))
+             None if discriminator is None else tuple(discriminator.get_registered_subclasses(slot.model)),
+             declared())  # the relations declared so far: other models' feeds in the table (foreign_feeds)
     held = spec_of(slot.model).requests
     template = held.get(shape)
     if template is None:
@@ -321,10 +366,17 @@ def _build_parent_request(slot: Slot, merged: Optional[Operation], where: ItemId
     model = slot.model
     attributes = model.get_attributes()
     actions: List[Action] = [SEQUENCE.add(1)]
-    # a rollup's increment creates its parent where absent; a decrement, or any other parent, must find it stored
+    # a rollup's first counts create it where absent (found gone, it must still be absent); any other change, or
+    # any other parent, must find it stored
     creates = slot.creates and not slot.shard and all(delta >= 0 for delta in slot.deltas.values())
     condition: Any = SHARD.exists() if slot.shard else created_parent_condition(model) if creates \
         else parent_condition(model)
+    if slot.absent and creates:
+        condition = key_attributes(model)[0].does_not_exist()
+    foreign = foreign_feeds(model) if slot.rollup and not slot.shard else {}
+    if foreign:  # a rollup never counts into an item that another model's relations count into
+        fed_elsewhere: Condition = reduce(operator.or_, (FED_BY.contains(entry) for entry in sorted(foreign)))
+        condition = ~fed_elsewhere if condition is None else condition & ~fed_elsewhere
     if creates:
         actions.extend(_created_with(model, slot.defaults or {}))
     fed_by = slot.fed_by
@@ -332,7 +384,7 @@ def _build_parent_request(slot: Slot, merged: Optional[Operation], where: ItemId
         actions.append(FED_BY.add(set(fed_by)))
     counters = counters_of(model)
     for name, delta in slot.deltas.items():
-        if delta:
+        if delta or creates:  # a first count of 0 still creates the counter, as 0
             actions.insert(-1 - bool(fed_by), attributes[name].add(delta))
         if delta < 0 and counters[name].shards == 1:
             # the floor of zero, lifted while the parent records shards its model no longer declares: until

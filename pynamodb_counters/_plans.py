@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Type
 
 from pynamodb.models import Model
 
+from ._deltas import NONE, Deltas
 from ._results import CounterChange
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,28 +37,43 @@ class Slot:
       absent.
     :ivar key: the item's key; for ``"parent"`` and ``"shard"`` slots, the parent's key (see :attr:`shard`).
     :ivar shard: the shard item the slot writes, ``0`` for the parent item itself.
+    :ivar counted: a child slot's counter changes, as the planner decided them.
+    :ivar stored: a counted update's child as stored once written (a raw item), where it is not the instance's.
+    :ivar updating: an ``"edit"`` slot that is an ``update()`` (for its messages).
+    :ivar deltas: a parent slot's change per counter (Python name).
+    :ivar fed_by: a parent slot's FED_BY entries: the relations that fed it.
+    :ivar rollup: a parent slot fed only by relations that create their parent (rollups).
+    :ivar creates: a parent slot fed only by first counts of relations that create their parent.
+    :ivar defaults: a created parent's ``parent_defaults``, from its first child.
+    :ivar absent: a parent slot that must find its item absent: a rollup found gone, counted into again.
+    :ivar must_exist: an ``"other"`` slot that must find its item stored (an uncounted update of a counted child).
     """
 
     kind: str
     model: Type[Model]
     key: Tuple[Any, ...]
     instance: Optional[Model] = None
+    counted: Deltas = NONE
+    stored: Optional[Dict[str, Any]] = None
+    updating: bool = False
     deltas: Dict[str, int] = field(default_factory=dict)
-    changes: Tuple[CounterChange, ...] = ()
     shard: int = 0
-    fed_by: Set[str] = field(default_factory=set)  # a parent slot's FED_BY entries: the relations that fed it
-    removed: Tuple[CounterChange, ...] = ()  # a child slot's changes, as its operation classified them
-    added: Tuple[CounterChange, ...] = ()
-    changed: Tuple[CounterChange, ...] = ()
-    state: Optional[Model] = None  # what a counted child is stored as once written, where not the instance
-    creates: bool = True  # a parent slot: fed only by relations that create their parent (rollups)
-    defaults: Optional[Dict[str, Any]] = None  # a created parent's parent_defaults, from its first child
-    gone: Tuple[CounterChange, ...] = ()  # a child slot: the decrements of rollups found gone, not sent
+    fed_by: Set[str] = field(default_factory=set)
+    rollup: bool = True
+    creates: bool = True
+    defaults: Optional[Dict[str, Any]] = None
+    absent: bool = False
+    must_exist: bool = False
 
     @property
     def is_child(self) -> bool:
         """Whether the slot is a counted child's own action (``"put"``, ``"edit"`` or ``"delete"``)."""
         return self.kind in _CHILD_KINDS
+
+    @property
+    def changes(self) -> Tuple[CounterChange, ...]:
+        """A child slot's counter changes, in request order."""
+        return self.counted.changes
 
 
 @dataclass

@@ -22,6 +22,7 @@ from ._items import ShardItems, count_of, whole_count
 from ._retries import DEFAULT_RETRY_POLICY
 from ._shards import not_a_shard, shard_key
 from ._spec import shard_count
+from ._stored import Stored
 from .exceptions import MissingChildError, TransactionError
 from .signals import missing_rejected, send_safely
 
@@ -141,10 +142,9 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
                                    f"{DEFAULT_RETRY_POLICY.max_attempts} attempts (throttled)")
 
 
-def stored_child(model: Type[Model], instance: Model) -> Model:
+def stored_child(model: Type[Model], instance: Model) -> Stored:
     """The stored child with ``instance``'s key, read strongly consistently, for a delete of an instance that
-    cannot name its parents (built from its key alone) or an update of an instance never loaded; it keeps
-    ``instance``'s version.
+    cannot name its parents (built from its key alone) or an update of an instance never loaded.
 
     :raises MissingChildError: there is none (``missing_rejected`` is sent).
     """
@@ -155,11 +155,7 @@ def stored_child(model: Type[Model], instance: Model) -> Model:
                                   f"decremented", model=model, key=key_of(instance))
         send_safely(missing_rejected, model, instance=instance, error=error)
         raise error
-    stored = model.from_raw_data(item)
-    version = model._version_attribute_name
-    if version:
-        setattr(stored, version, getattr(instance, version))
-    return stored
+    return Stored(model, item)
 
 
 def scan_parents(model: Any, feeders: Sequence[Relation], key_prefix: Optional[str] = None, segment: int = 0,

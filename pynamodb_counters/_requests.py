@@ -10,10 +10,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
-from pynamodb.constants import ALL_OLD, KEY, NULL
+from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
-from pynamodb.expressions.operand import Path, Value
-from pynamodb.expressions.update import RemoveAction, SetAction
+from pynamodb.expressions.operand import Path
 
 from ._base import SEQUENCE, SHARD, SHARD_COUNT, CountedBase
 from ._compat import ParentKey, discriminator_of, key_attributes, serialize_key
@@ -30,10 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_unchanged", "created_parent_condition",
-           "deciding", "discriminator_condition", "guard_update", "item_id", "key_request", "known_values",
+           "check_child_key", "deciding", "discriminator_condition", "guard_update", "item_id", "key_request",
            "parent_condition", "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view",
            "reshape_requests", "sequence_is", "sequence_unchanged", "serialized_key_request", "shard_request",
-           "total_requests", "unchanged", "within_limit"]
+           "total_requests", "within_limit"]
 
 
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
@@ -140,19 +139,6 @@ def deciding(model: Type[Model], *states: Model) -> List[str]:
     return sorted(names - keys)
 
 
-def unchanged(model: Type[Model], state: Model, *others: Model) -> Optional[Condition]:
-    """The condition that the stored child still counts as ``state`` does: each attribute that decides what it
-    counts for (read by its relations' functions on ``state`` or on any of ``others``) holds the value in
-    ``state`` (or is absent, where ``state`` holds ``None``)."""
-    attributes = model.get_attributes()
-    condition: Optional[Condition] = None
-    for name in deciding(model, state, *others):
-        value = getattr(state, name)
-        same = attributes[name].does_not_exist() if value is None else attributes[name] == value
-        condition = same if condition is None else condition & same
-    return condition
-
-
 def parent_save_actions(instance: Model) -> List[Action]:
     """The Update actions that save a parent without touching its counters: SET (or REMOVE, for ``None``) every
     other non-key attribute, and start each counter at ``0`` only where it does not exist yet."""
@@ -229,28 +215,16 @@ def action_paths(actions: Sequence[Action]) -> List[str]:
     return paths
 
 
-def known_values(model: Type[Model], actions: Sequence[Action]) -> Tuple[Dict[str, Any], FrozenSet[str]]:
-    """What ``actions`` set, where the result is known before sending: a top-level attribute SET to a value, or
-    REMOVEd (``None``), by Python name; and the Python names of the attributes the other actions touch (ADD,
-    DELETE, arithmetic, ``if_not_exists``, list appends, nested paths)."""
-    by_stored = {attribute.attr_name: name for name, attribute in model.get_attributes().items()}
-    known: Dict[str, Any] = {}
-    unknown = set()
-    for action in actions:
-        path_operand = action.values[0]
-        path = getattr(path_operand, "path", None) or [""]
-        name = by_stored.get(path[0].split("[")[0])
-        if name is None:
-            continue
-        top_level = len(path) == 1 and "[" not in path[0]
-        if top_level and isinstance(action, RemoveAction):
-            known[name] = None
-        elif top_level and isinstance(action, SetAction) and type(action.values[1]) is Value:
-            attribute, value = model.get_attributes()[name], action.values[1]
-            known[name] = None if value.attr_type == NULL else attribute.deserialize(attribute.get_value(value.value))
-        else:
-            unknown.add(name)
-    return known, frozenset(unknown)
+def check_child_key(instance: Model) -> None:
+    """Refuse a counted child whose own key is incomplete: it is written, and found again, by its key.
+
+    :raises InvalidArgumentError: naming the key attribute that holds ``None``.
+    """
+    model = type(instance)
+    for name in (model._hash_keyname, model._range_keyname):
+        if name and getattr(instance, name) is None:
+            raise InvalidArgumentError(f"{model.__name__}.{name}, part of its key, is None: a counted child is "
+                                       f"written and counted by its key, so set it first. Nothing was written")
 
 
 def check_condition(condition: Any) -> None:

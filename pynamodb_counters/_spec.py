@@ -12,13 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._base import CountedBase, counted_classes
+from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
+
+from ._base import CountedBase, counted_classes, declared
 from .attributes import CounterField
 from .exceptions import ConfigurationError
 from .relations import Relation
 
-__all__ = ["ModelSpec", "all_relations", "counters_of", "feeders_of", "relations_of", "shard_count", "spec_of"]
+__all__ = ["ModelSpec", "all_relations", "counters_of", "feeders_of", "foreign_feeds", "relations_of", "shard_count",
+           "spec_of"]
 
+_SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
 _HELD = "_pynamodb_counters_spec"  # the attribute, in a counted model class's own namespace, holding its spec
 
 
@@ -28,6 +32,8 @@ class ModelSpec:
 
     :ivar counters: its :class:`~pynamodb_counters.CounterField` attributes by Python name.
     :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
+    :ivar fragile: the attributes whose value on an instance may load otherwise once stored (those with a
+      ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
     :ivar requests: a memo the planner keeps for this model's items as parents: each shape of counter Update it
       built (which deltas, which feeds, which guard), as a request to copy with another key. Requests depend on
       nothing but the declarations and the shape, so they are kept with the declarations.
@@ -35,6 +41,7 @@ class ModelSpec:
 
     counters: Dict[str, CounterField]
     relations: Tuple[Relation, ...]
+    fragile: Tuple[str, ...] = ()
     requests: Dict[Any, Dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -73,7 +80,9 @@ def _build(model: Any) -> ModelSpec:
         unknown = relation.reads - set(attributes)
         if unknown:
             raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of {model.__name__}")
-    return ModelSpec(counters, tuple(relations))
+    fragile = tuple(name for name, attribute in attributes.items()
+                    if attribute.default is not None or attribute.attr_type in _SET_TYPES)
+    return ModelSpec(counters, tuple(relations), fragile)
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:
@@ -106,3 +115,35 @@ def all_relations() -> List[List[Relation]]:
                 counter = value.counter
                 groups.setdefault(id(counter), list(feeders_of(counter)))  # type: ignore[arg-type]  # not int
     return list(groups.values())
+
+
+_FOREIGN = "_pynamodb_counters_foreign"  # on a model class: (relations declared, table, its foreign feeds)
+
+
+def foreign_feeds(model: type) -> Dict[str, Relation]:
+    """The feeder entries (``_cfeed``) that mark an item of ``model``'s table as another model's, with the relation
+    that records each: the entries of the relations counting into models stored in the same table, outside
+    ``model``'s class hierarchy. Empty where ``model`` has a discriminator (its guard tells items apart) or
+    shares its table with no other parent model."""
+    held = model.__dict__.get(_FOREIGN)
+    table = model.Meta.table_name  # type: ignore[attr-defined]
+    if held is not None and held[0] == declared() and held[1] == table:
+        found: Dict[str, Relation] = held[2]
+        return found
+    found = {}
+    if getattr(model, "_discriminator", None) is None:
+        relations = [relation for group in all_relations() for relation in group]
+        own = {relation.feed for relation in relations if _same_model(relation.parent_model, model)}
+        for relation in relations:
+            other = relation.parent_model
+            if other.Meta.table_name == table and not _same_model(other, model) and relation.feed not in own:
+                found[relation.feed] = relation
+    setattr(model, _FOREIGN, (declared(), table, found))
+    return found
+
+
+def _same_model(one: type, other: type) -> bool:
+    """Whether two models store the same items: one is the other's subclass or base, or they are one class
+    defined twice (a module imported again, a factory called again)."""
+    return issubclass(one, other) or issubclass(other, one) or \
+        (one.__module__, one.__qualname__) == (other.__module__, other.__qualname__)

@@ -15,7 +15,9 @@ too large for any chunk) is raised with nothing written.
 
 **Atomicity is per transaction**: each chunk commits or not as a whole, never the whole call. A duplicate (or a
 missing child, a missing parent, an underflow) inside a chunk does not sink the others: the refused children are
-reported and the rest of the chunk is sent again, without them, as a new transaction. A refused child is
+reported and the rest of the chunk is sent again, without them, as a new transaction. A chunk DynamoDB rejects as
+a whole (``ValidationException``: a child too large, a value its attribute cannot hold) is sent again in halves,
+until the child that cannot be written fails alone and the rest commit. A refused child is
 reported with the error its own single write would raise (a missing child of a missing post is a
 ``ParentNotFoundError``, as ``delete()`` raises; :doc:`errors` gives the order).
 
@@ -43,6 +45,7 @@ from ._reads import stored_child
 from ._results import WriteResult
 from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._spec import relations_of
+from ._stored import remember
 from .exceptions import (
     BulkWriteError,
     CountedWriteError,
@@ -51,6 +54,7 @@ from .exceptions import (
     InvalidArgumentError,
     LimitExceededError,
     MissingChildError,
+    TransactionError,
     TransactionTooLargeError,
 )
 from .signals import limit_rejected, send_safely
@@ -223,16 +227,16 @@ def _stopped(unexpected: Exception, operations: Sequence[Tuple[str, Model]], chu
 
 
 def _as_stored(position: int, operation: str, child: Model, progress: _Progress) -> Tuple[str, Model]:
-    """A delete of a child that cannot name its parents (built from its key alone) becomes a delete of the stored
-    child (one strongly consistent GetItem), reported with it; an absent one is refused here, nothing sent."""
+    """A delete of a child that cannot name its parents (built from its key alone) learns the stored child (one
+    strongly consistent GetItem), as a load would; an absent one is refused here, nothing sent."""
     model = type(child)
     if operation != "delete" or not relations_of(model) or names_parents(model, child, -1):
         return operation, child
     try:
-        return operation, stored_child(model, child)
+        remember(child, stored_child(model, child).item)
     except MissingChildError as error:
         progress.decide([(position, operation, child)], "rejected", error)
-        return operation, child
+    return operation, child
 
 
 def _operations(entries: Sequence[Entry]) -> List[Operation]:
@@ -267,6 +271,14 @@ def _write_chunk(chunk: List[Entry], first: List[Operation], retry: Optional[Ret
         try:
             outcome = commit(operations, str(uuid.uuid4()), policy, on_request=progress.count_request)
         except CounterError as failure:  # retries exhausted, a request DynamoDB rejects, unreadable reasons
+            if len(pending) > 1 and isinstance(failure, TransactionError) and \
+                    failure.cause_response_code == "ValidationException":
+                # rejected as a whole, nothing written: some child cannot be written (too large, a value its
+                # attribute cannot hold); halves are sent apart until that child fails alone
+                half = len(pending) // 2
+                for part in (pending[:half], pending[half:]):
+                    _write_chunk(part, _operations(part), retry, progress)
+                return
             progress.decide(pending, "failed", failure)
             return
         if isinstance(outcome, WriteResult):  # committed (now, or on an attempt whose response was lost)

@@ -9,20 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type
 
-from pynamodb.exceptions import DeleteError
+from pynamodb.exceptions import DeleteError, UpdateError
 
 from ._base import SHARD_COUNT, CountedBase
-from ._compat import ParentKey, key_of, serialize_key
+from ._compat import ParentKey, key_attributes, key_of, serialize_key
 from ._context import counting_skipped
 from ._items import count_of
-from ._operations import (
-    Operation,
-    check_token,
-    delete_operation,
-    remember_stored,
-    save_operation,
-    update_operation,
-)
+from ._operations import Operation, check_token, delete_operation, save_operation, update_operation
 from ._pipeline import Refused, commit, policy_for
 from ._reads import read_totals
 from ._requests import (
@@ -37,6 +30,7 @@ from ._results import WriteResult
 from ._retries import RetryPolicy
 from ._shard_items import create_shards
 from ._spec import counters_of, relations_of, shard_count
+from ._stored import remember
 from .exceptions import (
     ConditionFailedError,
     CountedWriteError,
@@ -110,6 +104,7 @@ class CounterMixin(CountedBase):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
         options = _counted_options(args, kwargs) if args or kwargs else {}
         if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
+            _refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]
             data = super().update(actions, condition=condition, **options)  # type: ignore[misc]
@@ -135,6 +130,8 @@ class CounterMixin(CountedBase):
             return super().delete(condition, *args, **options)  # type: ignore[misc]
         if counting_skipped(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+        if not relations_of(model):
+            _refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
         if not relations_of(model) and shard_count(model) == 1:
             return self._delete_parent(condition, args, kwargs)
         operation = delete_operation(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
@@ -156,22 +153,52 @@ class CounterMixin(CountedBase):
           written.
         """
         model = type(self)
+        counted = (relations_of(model) or counters_of(model)) and not counting_skipped(model)
+        retry, token = (kwargs.pop("retry", _UNSET), kwargs.pop("token", _UNSET)) if counted else (_UNSET, _UNSET)
         if not isinstance(actions, list) or not relations_of(model) or counting_skipped(model):
             if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
                 guard_update(self, actions)  # type: ignore[arg-type]
+                _refuse_options(self, "update", retry=retry, token=token)
             return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
-        retry, token = kwargs.pop("retry", _UNSET), kwargs.pop("token", _UNSET)
         operation = update_operation(self, actions, condition,  # type: ignore[arg-type]
                                      **_counted_options(args, kwargs) if args or kwargs else {})
         if operation.kind != "counted_update":
-            return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+            _refuse_options(self, "update", retry=retry, token=token)
+            return self._update_stored(actions, condition, args, kwargs)
         result = _commit_one(operation, retry, token, None)
         if operation.unknown:
             self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
         else:
-            for name, value in operation.known.items():
-                setattr(self, name, value)
+            assert operation.after is not None
+            stored = operation.after.view  # as PynamoDB's update() loads what it returns: defaults applied
+            for name in operation.known:
+                setattr(self, name, getattr(stored, name))
+            remember(self, operation.after.item)
         return result
+
+    def _update_stored(self, actions: List[Action], condition: Optional[Condition], args: Tuple[Any, ...],
+                       kwargs: Dict[str, Any]) -> Any:
+        """PynamoDB's ``update()`` of a counted child that changes nothing it counts by, guarded by the child's
+        existence: an UpdateItem creates a missing item, and this one would not be counted.
+
+        :raises MissingChildError: the child does not exist (a stale copy of a deleted child, an instance never
+          saved); nothing was written.
+        """
+        model: Any = type(self)
+        exists = key_attributes(model)[0].exists()
+        try:
+            return super().update(actions, exists if condition is None else exists & condition,  # type: ignore
+                                  *args, **kwargs)
+        except UpdateError as error:
+            if error.cause_response_code != "ConditionalCheckFailedException":
+                raise
+            key = key_of(self)  # type: ignore[arg-type]
+            if condition is not None or model._version_attribute_name:  # the caller's condition, or the child's
+                if model._get_connection().get_item(*serialize_key(model, key), consistent_read=True).get("Item"):
+                    raise
+            raise MissingChildError(f"{model.__name__} {key!r} does not exist; an update of a counted child never "
+                                    f"creates it (it would not be counted): save() it to create and count it. "
+                                    f"Nothing was written", error, model=model, key=key) from error
 
     # -- PynamoDB's request helpers (what its TransactWrite calls) ------------------------------------------
     def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
@@ -213,6 +240,12 @@ class CounterMixin(CountedBase):
                 raise CountingBypassError(f"{error}. In a transaction, counted writes go through "
                                           f"pynamodb_counters.CountedTransaction, not PynamoDB's TransactWrite") \
                     from None
+            model = type(self)
+            if relations_of(model) and not counting_skipped(model):  # never creates a child it would not count
+                exists = key_attributes(model)[0].exists()  # type: ignore[arg-type]
+                given = kwargs.pop("condition", args[0] if args else None)
+                kwargs["condition"] = exists if given is None else exists & given
+                args = args[1:]
         return super().get_update_kwargs_from_instance(actions, *args, **kwargs)  # type: ignore[misc,no-any-return]
 
     def _delete_parent(self, condition: Optional[Condition], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
@@ -241,7 +274,7 @@ class CounterMixin(CountedBase):
         edit whose counts follow the change."""
         instance = super().from_raw_data(data)  # type: ignore[misc]
         if relations_of(type(instance)):
-            remember_stored(instance, data)
+            remember(instance, data)
         return instance
 
     def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
@@ -249,7 +282,7 @@ class CounterMixin(CountedBase):
         child also remembers it, as :meth:`from_raw_data` does."""
         super().deserialize(attribute_values)  # type: ignore[misc]
         if relations_of(type(self)):
-            remember_stored(self, attribute_values)
+            remember(self, attribute_values)
 
     @classmethod
     def _counter_totals(cls, counter: CounterField, parents: Iterable[Any], consistent_read: bool,
@@ -316,6 +349,24 @@ def _given(kwargs: Dict[str, Any], **options: Any) -> Dict[str, Any]:
     """``kwargs`` plus the counting options the caller did give, for a model that counts nothing: PynamoDB then
     refuses them with its own ``TypeError``, as it would without the mixin."""
     return {**kwargs, **{name: value for name, value in options.items() if value is not _UNSET}}
+
+
+def _refuse_options(instance: Any, write: str, **options: Any) -> None:
+    """Refuse the counting options given to a write that is not counted (a parent's save or delete, an update that
+    changes nothing a child counts by): dropping them silently would promise what the write does not do.
+
+    :raises InvalidArgumentError: naming them, and what the write is.
+    """
+    given = sorted(name for name, value in options.items() if value is not _UNSET)
+    if not given:
+        return
+    model = type(instance)
+    what = (f"{model.__name__}.{write}() changes nothing its counters count by, so it is PynamoDB's own UpdateItem"
+            if relations_of(model) else
+            f"{model.__name__} is a parent, so its {write}() is PynamoDB's own write (counters kept as stored)")
+    raise InvalidArgumentError(f"{what}: {', '.join(f'{name}=' for name in given)} apply to counted writes of "
+                               f"children (save, delete, and updates of what they count by); leave them out. "
+                               f"Nothing was written")
 
 
 def _value(option: Any) -> Any:

@@ -11,10 +11,12 @@ A relation is declared once, in the child model's class body::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Type, overload
+import functools
+import types
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, overload
 
-from ._base import feed_entry, require_mixin
-from ._compat import ParentKey, normalize_key
+from ._base import feed_entry, note_declared, require_mixin
+from ._compat import ParentKey, holds, normalize_key
 from ._results import CounterChange
 from ._shards import check_shardable, choose_shard
 from .attributes import CounterField
@@ -101,6 +103,7 @@ class Relation:
         self._name = name
         object.__setattr__(self, "_feed", feed_entry(self))
         self._counter._feeders.append(self)
+        note_declared()
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -188,13 +191,23 @@ class Relation:
         if self._parent_defaults is None:
             return {}
         defaults = self._call("parent_defaults", self._parent_defaults, child)
-        attributes = self.parent_model.get_attributes()
+        model = self.parent_model
+        attributes = model.get_attributes()
         if not isinstance(defaults, dict) or not all(name in attributes and not isinstance(attributes[name],
                                                                                               CounterField)
                                                      for name in defaults):
             raise ChildValueError(f"{self}: parent_defaults= returned {defaults!r}; it must return a dict of "
-                                  f"{self.parent_model.__name__}'s attributes (not its counters) by name. Nothing "
+                                  f"{model.__name__}'s attributes (not its counters) by name. Nothing "
                                   f"was written")
+        for name, value in defaults.items():
+            if name in (model._hash_keyname, model._range_keyname):
+                raise ChildValueError(f"{self}: parent_defaults= names {model.__name__}.{name}, part of its key: "
+                                      f"the key comes from key=, the defaults from the other attributes. Nothing "
+                                      f"was written")
+            if value is not None and not holds(attributes[name], value):
+                raise ChildValueError(f"{self}: parent_defaults= gave {name}={value!r}, which "
+                                      f"{model.__name__}.{name} ({type(attributes[name]).__name__}) cannot hold. "
+                                      f"Nothing was written")
         return defaults
 
     @property
@@ -279,7 +292,7 @@ class Relation:
             except Exception:  # detection is best effort; parent_key() and the rest report the real failure
                 pass
         attributes = child.get_attributes()
-        return self._reads | frozenset(name for name in recorder.seen if name in attributes)
+        return self._reads | frozenset(name for name in seen_by(recorder) if name in attributes)
 
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
@@ -336,14 +349,59 @@ class _KeyFunctionOf:
 
 
 class _Recorder:
-    """Stands in for a child and records the attribute names read from it."""
+    """Stands in for a child and records the names read from it, passing each read on to the child.
 
-    __slots__ = ("_target", "seen")
+    A read of a property, a ``functools.cached_property`` or a method of the child's own model classes runs it
+    on the recorder, so that the attributes it reads are recorded too. The recorder reaches its own state
+    through its slot descriptors, never by name: a child attribute of any name (``seen``, ``_target``...) is
+    recorded like any other."""
+
+    __slots__ = ("_recorder_target", "_recorder_seen")
 
     def __init__(self, target: Any) -> None:
-        object.__setattr__(self, "_target", target)
-        object.__setattr__(self, "seen", set())
+        _TARGET.__set__(self, target)
+        _SEEN.__set__(self, set())
 
-    def __getattr__(self, name: str) -> Any:
-        self.seen.add(name)
-        return getattr(self._target, name)
+    def __getattribute__(self, name: str) -> Any:
+        _SEEN.__get__(self).add(name)
+        target = _TARGET.__get__(self)
+        followed = _followed(type(target), name)
+        if followed is None:
+            return getattr(target, name)
+        if isinstance(followed, property):
+            return followed.fget(self)  # type: ignore[misc]
+        if isinstance(followed, functools.cached_property):
+            return followed.func(self)
+        return types.MethodType(followed, self)
+
+
+_TARGET = _Recorder.__dict__["_recorder_target"]
+_SEEN = _Recorder.__dict__["_recorder_seen"]
+_FOLLOWED: Dict[Tuple[type, str], Any] = {}
+
+
+def seen_by(recorder: _Recorder) -> Set[str]:
+    """The names read from ``recorder``."""
+    seen: Set[str] = _SEEN.__get__(recorder)
+    return seen
+
+
+def _followed(model: type, name: str) -> Any:
+    """What a recorder runs itself for a read of ``name`` on an instance of ``model``: a property (with a getter),
+    a cached property or a plain function, defined on one of the user's model classes (not on PynamoDB's or this
+    library's), whose own reads then reach the recorder; ``None`` for anything else."""
+    try:
+        return _FOLLOWED[(model, name)]
+    except KeyError:
+        pass
+    found = None
+    for klass in model.__mro__:
+        if name in klass.__dict__:
+            value = klass.__dict__[name]
+            own = klass.__module__.split(".")[0] not in ("pynamodb", "pynamodb_counters", "builtins")
+            if own and ((isinstance(value, property) and value.fget is not None) or
+                        isinstance(value, (functools.cached_property, types.FunctionType))):
+                found = value
+            break
+    _FOLLOWED[(model, name)] = found
+    return found

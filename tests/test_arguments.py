@@ -9,6 +9,7 @@ import pytest
 from pynamodb_counters import (
     CountedTransaction,
     CounterField,
+    RetryPolicy,
     audit,
     bulk_write,
     item_bytes,
@@ -47,7 +48,24 @@ BAD_CALLS: dict[str, Callable[[], Any]] = {
     "write_units() of a negative size": lambda: write_units(-1),
     "read_units() of a negative size": lambda: read_units(-1),
     "item_bytes() of a value that is not DynamoDB's": lambda: item_bytes({"a": {"Q": "?"}}),
+    # the library's options where they do not apply: refused, never dropped
+    "token= on a child's update that counts nothing": lambda: _other().update([Like.liked_at.set(5)], token="key"),
+    "retry= on a child's update that counts nothing": lambda: _other().update([Like.liked_at.set(5)],
+                                                                              retry=RetryPolicy()),
+    "token=123 on a child's update": lambda: _other().update([Like.liked_at.set(5)], token=123),
+    "token=123 on a counted save": lambda: like().save(token=123),  # type: ignore[arg-type]
+    "token= on a parent's save": lambda: Post(pk="POST#p2", sk="META").save(token="key"),
+    "retry= on a parent's save": lambda: Post(pk="POST#p2", sk="META").save(retry=RetryPolicy()),
+    "ignore_duplicate= on a parent's save": lambda: Post(pk="POST#p2", sk="META").save(ignore_duplicate=True),
+    "token= on a parent's delete": lambda: Post.get(POST, "META").delete(token="key"),
+    "ignore_missing= on a parent's delete": lambda: Post(pk="POST#p9", sk="META").delete(ignore_missing=True),
+    "token= on a parent's update": lambda: Post.get(POST, "META").update([Post.title.set("x")], token="key"),
+    "retry= on a sharded parent's save": lambda: Video(pk="VIDEO#v9", sk="META").save(retry=RetryPolicy()),
 }
+
+
+def _other() -> Like:
+    return Like.get(POST, "LIKE#USER#other", consistent_read=True)
 
 
 @pytest.mark.usefixtures("dynamodb")

@@ -146,3 +146,18 @@ def test_a_missing_shard_is_recreated_and_every_child_counted() -> None:
     stored_views = View.count("VIDEO#v1", View.sk.startswith("VIEW#"), consistent_read=True)
     assert Video.view_count.total(("VIDEO#v1", "META")) == stored_views == len(views)
     assert Video._get_connection().get_item("VIDEO#v1#SHARD5", range_key="META", consistent_read=True)["Item"]
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_child_that_cannot_be_written_fails_alone_and_the_rest_of_its_chunk_commits() -> None:
+    from pynamodb_counters.exceptions import TransactionError
+
+    post()
+    batch = [like(f"{n:03d}") for n in range(120)]
+    big = Comment(pk="POST#a91f", sk="COMMENT#big", text="x" * 410_000)  # over DynamoDB's 400 KB
+    result = bulk_save(batch[:60] + [big] + batch[60:])
+    statuses = [(o.status, type(o.error).__name__) for o in result.outcomes]
+    assert statuses.count(("added", "NoneType")) == 120
+    assert [(o.instance, o.status) for o in result.outcomes if o.status != "added"] == [(big, "failed")]
+    assert isinstance(result.outcomes[60].error, TransactionError) and "too large" in str(result.outcomes[60].error)
+    assert tally() == likes() == 120

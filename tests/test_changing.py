@@ -6,8 +6,20 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
+from pynamodb.attributes import BooleanAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
-from pynamodb_counters import CountedTransaction, CounterChange, audit, bulk_save, bulk_write, signals
+from pynamodb_counters import (
+    CountedTransaction,
+    CounterChange,
+    CounterField,
+    CounterMixin,
+    audit,
+    bulk_save,
+    bulk_write,
+    counted_by,
+    signals,
+)
 from pynamodb_counters.exceptions import (
     ChildValueError,
     ConditionFailedError,
@@ -16,8 +28,8 @@ from pynamodb_counters.exceptions import (
     DuplicateChildError,
     ParentNotFoundError,
 )
-from tests.factories import snapshot
-from tests.models import Message, Thread, Vote
+from tests.factories import raw_client, snapshot
+from tests.models import REGION, Message, Thread, Vote
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -258,8 +270,7 @@ def test_an_edit_refused_by_the_callers_condition_writes_nothing() -> None:
 
 
 # -- bad input -----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("words, complaint", [(None, "returned None"), (2.5, "returned 2.5"),
-                                               (True, "returned True")])
+@pytest.mark.parametrize("words, complaint", [(2.5, "returned 2.5"), (True, "returned True")])
 def test_an_amount_that_is_not_a_whole_number_is_refused_and_nothing_is_written(words: Any, complaint: str) -> None:
     thread()
     before = snapshot()
@@ -567,3 +578,258 @@ def test_an_edit_honours_add_version_condition_as_pynamodbs_save_does() -> None:
     second.save(add_version_condition=False)  # stale, but told not to check: it lands, as with PynamoDB
     assert Edit.get("d1", 1, consistent_read=True).version == 2
     assert Doc.get("d1").edit_count == 1
+
+
+# -- PynamoDB's loaded view: defaults, NULL, attributes added later -------------------------------------------------
+# Every count is decided from the stored child as PynamoDB loads it (an absent or NULL attribute reads as its
+# default, or None), as an audit recounts it. Each state below loads as a draft with no words, not deleted, and is
+# counted as such; each operation must work on it, exactly, with no condition of the caller's to fail.
+KEY = {"pk": {"S": "MSG#1"}, "sk": {"S": "MSG"}}
+
+
+def _written_by_the_library() -> None:
+    message(words=0).save()
+
+
+def _stored_without_status_and_words() -> None:
+    """As an older deploy wrote it, before ``status`` and ``words`` were added to the model."""
+    message(words=0).save()
+    raw_client(None).update_item(TableName="Threads", Key=KEY, UpdateExpression="REMOVE #s, words",
+                                 ExpressionAttributeNames={"#s": "status"})
+
+
+def _stored_with_status_and_words_null() -> None:
+    message(words=0).save()
+    raw_client(None).update_item(TableName="Threads", Key=KEY, UpdateExpression="SET #s = :null, words = :null",
+                                 ExpressionAttributeNames={"#s": "status"},
+                                 ExpressionAttributeValues={":null": {"NULL": True}})
+
+
+def _restored_with_update_to_none() -> None:
+    """Soft-deleted, then restored with ``update(deleted_at=None)``: PynamoDB stores a NULL."""
+    message(words=0).save()
+    loaded().update(actions=[Message.deleted_at.set(1764547200)])
+    loaded().update(actions=[Message.deleted_at.set(None)])
+    assert raw_client(None).get_item(TableName="Threads", Key=KEY)["Item"]["deleted_at"] == {"NULL": True}
+
+
+STATES = {"written by the library": _written_by_the_library,
+          "stored without status and words (added to the model later)": _stored_without_status_and_words,
+          "stored with status and words NULL": _stored_with_status_and_words_null,
+          "restored with update(deleted_at=None), stored NULL": _restored_with_update_to_none}
+
+
+def _edit(**changes: Any) -> Any:
+    def run() -> None:
+        stored = loaded()
+        for name, value in changes.items():
+            setattr(stored, name, value)
+        stored.save()
+    return run
+
+
+def _soft_delete_in_a_transaction() -> None:
+    with CountedTransaction() as transaction:
+        transaction.update(loaded(), [Message.deleted_at.set(1764547200)])
+
+
+OPERATIONS = {
+    "edit its title": (_edit(title="t"), (1, 0, 0)),
+    "publish it": (_edit(status="published"), (1, 1, 0)),
+    "give it words": (_edit(words=7), (1, 0, 7)),
+    "soft delete it with save()": (_edit(deleted_at=1764547200), (0, 0, 0)),
+    "delete it as loaded": (lambda: loaded().delete(), (0, 0, 0)),
+    "delete it by its key": (lambda: Message(pk="MSG#1", sk="MSG").delete(), (0, 0, 0)),
+    "update its title": (lambda: loaded().update(actions=[Message.title.set("t")]), (1, 0, 0)),
+    "publish it with update()": (lambda: loaded().update(actions=[Message.status.set("published")]), (1, 1, 0)),
+    "publish it with update() by its key": (
+        lambda: Message(pk="MSG#1", sk="MSG").update(actions=[Message.status.set("published")]), (1, 1, 0)),
+    "soft delete it in a transaction": (_soft_delete_in_a_transaction, (0, 0, 0)),
+    "bulk delete it": (lambda: bulk_write(deletes=[loaded()]), (0, 0, 0)),
+}
+
+
+@pytest.mark.parametrize("operation", list(OPERATIONS), ids=list(OPERATIONS))
+@pytest.mark.parametrize("state", list(STATES), ids=list(STATES))
+def test_a_stored_message_counts_as_pynamodb_loads_it_whatever_its_item_holds(state: str, operation: str) -> None:
+    thread()
+    STATES[state]()
+    stored = loaded()
+    assert (stored.status, stored.words, stored.deleted_at) == ("draft", 0, None) and counts() == (1, 0, 0)
+    run, expected = OPERATIONS[operation]
+    run()
+    assert counts() == expected
+    for counter in (Thread.message_count, Thread.published_count, Thread.word_total):
+        assert audit(counter, parents=[("THREAD#t1", "META")]).drifts == (), counter
+
+
+def test_an_update_that_removes_a_defaulted_attribute_counts_it_with_its_default() -> None:
+    thread()
+    message(status="published", words=7).save()
+    result = loaded().update(actions=[Message.status.remove(), Message.words.remove()])
+    assert (loaded().status, loaded().words) == ("draft", 0)
+    assert counts() == (1, 0, 0)
+    assert sorted((c.attribute, c.delta) for c in result.changes) == [("published_count", -1), ("word_total", -7)]
+
+
+def test_a_save_with_a_non_null_attribute_set_to_none_is_refused_as_pynamodb_refuses_it() -> None:
+    from pynamodb.exceptions import AttributeNullError
+
+    thread()
+    before = snapshot()
+    new = message()
+    new.words = None  # words is not null=True: PynamoDB's save() refuses it, with or without the library
+    with pytest.raises(AttributeNullError):
+        new.save()
+    assert snapshot() == before
+
+
+class Pad(CounterMixin, Model):
+    class Meta:
+        table_name = "Pads"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)
+    drafts = CounterField()
+
+
+class Note(CounterMixin, Model):
+    """A child counted while it is a draft, the default of its status (as in the issue's reproduction)."""
+
+    class Meta:
+        table_name = "Notes"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)
+    pad = UnicodeAttribute()
+    status = UnicodeAttribute(null=True, default="draft")
+    draft = counted_by(Pad.drafts, key=lambda n: n.pad, when=lambda n: n.status == "draft",
+                       children=lambda key: sum(1 for n in Note.scan(consistent_read=True)
+                                                if n.pad == key[0] and n.status == "draft"))
+
+
+@pytest.fixture
+def pads(dynamodb: Any) -> None:
+    Pad.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Note.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Pad(pk="p").save()
+
+
+def _drafts() -> int:
+    return Pad.get("p", consistent_read=True).drafts
+
+
+@pytest.mark.usefixtures("pads")
+def test_a_child_counted_by_its_defaults_value_counts_when_the_attribute_is_removed_or_saved_as_none() -> None:
+    Note(pk="a", pad="p", status="published").save()
+    assert _drafts() == 0
+    Note.get("a").update(actions=[Note.status.remove()])  # reset to its default: a draft again
+    assert Note.get("a", consistent_read=True).status == "draft" and _drafts() == 1
+    Note(pk="b", pad="p", status=None).save()  # stored without a status: loads as a draft
+    assert Note.get("b", consistent_read=True).status == "draft" and _drafts() == 2
+    assert audit(Pad.drafts, parents=["p"]).drifts == ()
+    Note.get("b").delete()
+    Note(pk="a").delete()
+    assert _drafts() == 0
+
+
+# -- any attribute name, and inputs read through a property or a method ------------------------------------------
+@pytest.mark.parametrize("flag", ["seen", "_target", "target", "_seen", "attribute_values_seen"])
+def test_an_attribute_of_any_name_is_seen_as_an_input(flag: str) -> None:
+    class Reader(CounterMixin, Model):
+        Meta = type("Meta", (), {"table_name": f"Readers{len(flag)}", "region": REGION})
+        pk = UnicodeAttribute(hash_key=True)
+        unread = CounterField()
+
+    namespace = {"Meta": type("Meta", (), {"table_name": f"Notices{len(flag)}", "region": REGION}),
+                 "pk": UnicodeAttribute(hash_key=True), "reader": UnicodeAttribute(),
+                 flag: BooleanAttribute(default=False),
+                 "inbox": counted_by(Reader.unread, key=lambda n: n.reader, when=lambda n: not getattr(n, flag)),
+                 "__module__": __name__}
+    Notice: Any = type("Notice", (CounterMixin, Model), namespace)
+    Reader.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Notice.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Reader(pk="u").save()
+    for n in range(3):
+        Notice(pk=f"n{n}", reader="u").save()
+    assert flag in Notice.inbox.read_attributes(Notice.get("n0"))
+    result = Notice.get("n0").update(actions=[getattr(Notice, flag).set(True)])
+    assert [change.delta for change in result.changes] == [-1]
+    stored = Notice.get("n1")
+    setattr(stored, flag, True)
+    stored.save()
+    assert Reader.get("u", consistent_read=True).unread == 1
+
+
+class Desk(CounterMixin, Model):
+    class Meta:
+        table_name = "Desks"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)
+    published = CounterField()
+    live = CounterField()
+
+
+class Article(CounterMixin, Model):
+    """Counted through a property and through a method, both reading the article's own status."""
+
+    class Meta:
+        table_name = "Articles"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)
+    desk = UnicodeAttribute()
+    status = UnicodeAttribute(default="draft")
+    retracted = BooleanAttribute(default=False)
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == "published"
+
+    def is_live(self) -> bool:
+        return self.is_published and not self.retracted
+
+    on_desk = counted_by(Desk.published, key=lambda a: a.desk, when=lambda a: a.is_published)
+    live_on_desk = counted_by(Desk.live, key=lambda a: a.desk, when=lambda a: a.is_live())
+
+
+def test_a_when_that_reads_a_property_or_a_method_is_seen_as_reading_their_inputs() -> None:
+    from pynamodb.connection import Connection
+    from pynamodb.transactions import TransactWrite
+
+    Desk.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Article.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Desk(pk="d").save()
+    Article(pk="a", desk="d").save()
+    Article(pk="b", desk="d").save()
+    stored = Article.get("a")
+    assert {"status"} <= Article.on_desk.read_attributes(stored)
+    assert {"status"} <= Article.live_on_desk.read_attributes(stored)  # retracted is read only once published
+    result = stored.update(actions=[Article.status.set("published")])
+    assert sorted((c.attribute, c.delta) for c in result.changes) == [("live", 1), ("published", 1)]
+    assert Article.live_on_desk.read_attributes(Article.get("a")) >= {"status", "retracted"}
+    Article.get("a").update(actions=[Article.retracted.set(True)])
+    before = snapshot()
+    with pytest.raises(CountingBypassError):
+        with TransactWrite(connection=Connection(region=REGION)) as transaction:
+            transaction.update(Article.get("b"), actions=[Article.status.set("published")])
+    assert snapshot() == before
+    desk = Desk.get("d", consistent_read=True)
+    assert (desk.published, desk.live) == (1, 0)
+
+
+# -- write ids: what recognises a write of one's own -----------------------------------------------------------------
+def test_a_create_retried_with_its_token_after_an_edit_is_recognised_not_a_duplicate() -> None:
+    from tests.factories import like, post, tally
+
+    post()
+    like().save(token="client-idempotency-key-1")  # committed; the client never saw the answer
+    stored = like().__class__.get("POST#a91f", "LIKE#USER#7c20", consistent_read=True)
+    stored.liked_at = 2
+    stored.save()  # another request edits the like
+    result = like().save(token="client-idempotency-key-1")  # the client retries, with its idempotency key
+    assert result.recovered and tally() == 1
+    with pytest.raises(DuplicateChildError):
+        like().save(token="another-key")
+    assert tally() == 1

@@ -41,7 +41,7 @@ def test_a_missing_table_is_a_clear_error() -> None:
 
     post()
     before = snapshot()
-    with pytest.raises(TransactionError) as caught:
+    with pytest.raises(TransactionError, match="NoSuchTable.*create_table") as caught:
         Stray(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
     assert caught.value.cause_response_code == "ResourceNotFoundException"
     assert snapshot() == before
@@ -93,4 +93,64 @@ def test_an_item_over_400_kb_is_refused_and_nothing_is_written() -> None:
         Comment(pk="POST#a91f", sk="COMMENT#big", text="x" * 410_000).save()
     assert caught.value.cause_response_code == "ValidationException"
     assert "size" in str(caught.value).lower()
+    assert snapshot() == before
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_child_saved_without_its_key_is_told_so_about_its_own_key() -> None:
+    from pynamodb_counters.exceptions import InvalidArgumentError
+
+    post()
+    before = snapshot()
+    with pytest.raises(InvalidArgumentError, match="Like.pk"):
+        Like(liked_at=1).save()
+    with pytest.raises(InvalidArgumentError, match="Like.sk"):
+        Like(pk="POST#a91f", liked_at=1).save()
+    assert snapshot() == before
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_parent_edited_and_counted_into_in_one_transaction_is_told_what_collides() -> None:
+    from pynamodb_counters.exceptions import InvalidTransactionError
+    from tests.models import Comment, Reply
+
+    post()
+    Comment(pk="POST#a91f", sk="COMMENT#c1", text="first").save()
+    edited = Comment.get("POST#a91f", "COMMENT#c1")
+    edited.text = "edited"
+    before = snapshot()
+    with pytest.raises(InvalidTransactionError) as caught:
+        with CountedTransaction() as transaction:
+            transaction.save(edited)
+            transaction.save(Reply(pk="POST#a91f", sk="REPLY#c1#r1", comment_sk="COMMENT#c1"))
+    assert "counted on itself" not in str(caught.value)
+    assert "written and counted into" in str(caught.value) and "two transactions" in str(caught.value)
+    assert snapshot() == before
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_refused_counted_update_says_it_was_an_update() -> None:
+    from pynamodb_counters.exceptions import ConditionFailedError
+    from tests.models import Message, Thread
+
+    Thread(pk="THREAD#t1", sk="META").save()
+    Message(pk="MSG#1", sk="MSG", thread_id="THREAD#t1").save()
+    stored = Message.get("MSG#1", "MSG")
+    with pytest.raises(ConditionFailedError, match="the condition on updating Message"):
+        stored.update(actions=[Message.status.set("published")], condition=Message.title.exists())
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_childs_own_key_over_dynamodbs_key_limit_is_named_as_such() -> None:
+    from pynamodb_counters.exceptions import InvalidArgumentError
+
+    post()
+    before = snapshot()
+    with pytest.raises(InvalidArgumentError, match="1024 bytes") as caught:
+        Like(pk="POST#a91f", sk="LIKE#" + "u" * 1100, liked_at=1).save()
+    assert "too large" not in str(caught.value)  # not mistaken for an item too large
+    from tests.models import Message
+
+    with pytest.raises(InvalidArgumentError, match="2048 bytes"):
+        Message(pk="MSG#" + "m" * 2100, sk="MSG", thread_id="THREAD#t1").save()
     assert snapshot() == before

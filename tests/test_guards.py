@@ -222,3 +222,62 @@ def test_inside_skip_counting_a_transaction_may_write_counters() -> None:
     with skip_counting(), CountedTransaction() as transaction:
         transaction.save(Post(pk="POST#migrated", sk="META", like_tally=12))
     assert Post.get("POST#migrated", "META").like_tally == 12
+
+
+# -- an uncounted update never creates a counted child -------------------------------------------------------------
+def _deleted_meanwhile() -> Like:
+    post()
+    like("a").save()
+    stale = Like.get("POST#a91f", "LIKE#USER#a", consistent_read=True)
+    Like.get("POST#a91f", "LIKE#USER#a").delete()  # unliked elsewhere
+    return stale
+
+
+def test_an_update_of_a_stale_copy_of_a_deleted_child_is_refused_not_created_uncounted() -> None:
+    from pynamodb_counters.exceptions import MissingChildError
+
+    stale = _deleted_meanwhile()
+    before = snapshot()
+    with pytest.raises(MissingChildError, match="does not exist"):
+        stale.update(actions=[Like.liked_at.set(5)])
+    with pytest.raises(MissingChildError, match="does not exist"):
+        like("never").update(actions=[Like.liked_at.set(5)])  # never saved at all
+    assert snapshot() == before
+
+
+def test_pynamodbs_transact_write_update_of_a_deleted_child_is_refused() -> None:
+    from pynamodb.connection import Connection
+    from pynamodb.exceptions import TransactWriteError
+    from pynamodb.transactions import TransactWrite
+
+    stale = _deleted_meanwhile()
+    before = snapshot()
+    with pytest.raises(TransactWriteError):
+        with TransactWrite(connection=Connection(region="us-east-1")) as transaction:
+            transaction.update(stale, actions=[Like.liked_at.set(5)])
+    assert snapshot() == before
+
+
+def test_a_counted_transactions_update_of_a_missing_child_is_refused() -> None:
+    from pynamodb_counters import CountedTransaction
+    from pynamodb_counters.exceptions import MissingChildError
+
+    stale = _deleted_meanwhile()
+    before = snapshot()
+    with pytest.raises(MissingChildError, match="does not exist"):
+        with CountedTransaction() as transaction:
+            transaction.update(stale, [Like.liked_at.set(5)])
+    assert snapshot() == before
+
+
+def test_an_update_refused_by_the_callers_condition_is_still_pynamodbs_error() -> None:
+    from pynamodb.exceptions import UpdateError
+
+    post()
+    like("a").save()
+    stored = Like.get("POST#a91f", "LIKE#USER#a", consistent_read=True)
+    with pytest.raises(UpdateError) as caught:
+        stored.update(actions=[Like.liked_at.set(5)], condition=Like.liked_at == 99)
+    assert caught.value.cause_response_code == "ConditionalCheckFailedException"
+    stored.update(actions=[Like.liked_at.set(5)])
+    assert Like.get("POST#a91f", "LIKE#USER#a", consistent_read=True).liked_at == 5

@@ -16,7 +16,8 @@ LAYERS: Dict[str, int] = {
     # 1: declarations
     "_base": 1, "attributes": 1, "_shards": 1, "relations": 1, "_spec": 1,
     # 2: requests, pure
-    "_plans": 2, "_items": 2, "_requests": 2, "_operations": 2, "_planner": 2, "_outcomes": 2, "_chunks": 2,
+    "_plans": 2, "_items": 2, "_stored": 2, "_deltas": 2, "_requests": 2, "_operations": 2, "_planner": 2,
+    "_outcomes": 2, "_chunks": 2,
     # 3: I/O
     "_connection": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_pipeline": 3,
     # 4: operations

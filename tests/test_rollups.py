@@ -6,10 +6,20 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_counters import CounterChange, CounterField, CounterMixin, audit, bulk_save, counted_by, repair
+from pynamodb_counters import (
+    CountedTransaction,
+    CounterChange,
+    CounterField,
+    CounterMixin,
+    audit,
+    bulk_save,
+    bulk_write,
+    counted_by,
+    repair,
+)
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, ParentNotFoundError
 from tests.factories import snapshot
 from tests.models import REGION, Clap, DailyClaps, Show
@@ -127,10 +137,18 @@ def test_rollup_declarations_that_cannot_work() -> None:
         counted_by(Hot.views, key=lambda c: (c.pk, "META"), create_parent=True)
 
 
-@pytest.mark.parametrize("defaults, complaint", [(lambda c: ["expires"], "must return a dict"),
-                                                 (lambda c: {"claps": 3}, "not its counters"),
-                                                 (lambda c: {"nope": 1}, "must return a dict"),
-                                                 (lambda c: 1 / 0, "ZeroDivisionError")])
+@pytest.mark.parametrize("defaults, complaint", [
+    (lambda c: ["expires"], "must return a dict"),
+    (lambda c: {"claps": 3}, "not its counters"),
+    (lambda c: {"nope": 1}, "must return a dict"),
+    (lambda c: 1 / 0, "ZeroDivisionError"),
+    (lambda c: {"expires": "tomorrow"}, "expires"),  # values the parent's attributes cannot hold
+    (lambda c: {"expires": datetime(2030, 1, 1)}, "expires"),  # naive: a TTL needs a timezone
+    (lambda c: {"label": 5}, "label"),
+    (lambda c: {"pk": "OTHER"}, "key"),
+    (lambda c: {"sk": "DAY#x"}, "key"),
+], ids=["not a dict", "a counter", "not an attribute", "failing", "a TTL as text", "a naive datetime TTL",
+        "a number for a string", "the hash key", "the range key"])
 def test_parent_defaults_that_fail_or_name_other_things_write_nothing(defaults: Any, complaint: str) -> None:
     show()
     relation = Clap.daily  # immutable once declared: swapped here past its guard, and put back
@@ -268,3 +286,212 @@ def test_a_rollup_in_a_single_table_never_counts_into_an_item_of_another_class()
         Visit(pk="U#1", sk="VISIT#b", day="2").save()
     assert sorted(str(item.serialize()) for item in Stored.scan(consistent_read=True)) == before
     assert Visit.count("U#1", Visit.sk.startswith("VISIT#b")) == 0
+
+
+# -- rollups where features cross: bulk, transactions, sums, gone buckets ------------------------------------------
+def _expire(day: str = "2026-11-30") -> None:
+    """The bucket's TTL passed and DynamoDB deleted it."""
+    DailyClaps._get_connection().delete_item("SHOW#s1", range_key=f"DAY#{day}")
+
+
+def _claps_stored() -> list:
+    return sorted(c.sk for c in Clap.query("SHOW#s1", Clap.sk.startswith("CLAP#"), consistent_read=True))
+
+
+def _bulk(saves: list, deletes: list) -> Any:
+    result = bulk_write(saves=saves, deletes=deletes)
+    assert [o.status for o in result.outcomes] == ["added"] * len(saves) + ["removed"] * len(deletes)
+    return [change for r in result.results for change in r.rollups_gone]
+
+
+def _transaction(saves: list, deletes: list) -> Any:
+    with CountedTransaction() as transaction:
+        for child in saves:
+            transaction.save(child)
+        for child in deletes:
+            transaction.delete(child)
+    assert transaction.result is not None
+    return list(transaction.result.rollups_gone)
+
+
+@pytest.mark.parametrize("write", [_bulk, _transaction], ids=["bulk_write", "CountedTransaction"])
+@pytest.mark.parametrize("removed", [1, 2], ids=["one like out, net zero", "two likes out, net -1"])
+def test_a_gone_rollup_takes_a_new_child_and_lets_old_ones_go_in_one_write(write: Any, removed: int) -> None:
+    show()
+    old = [clap(f"old{n}") for n in range(removed)]
+    for each in old:
+        each.save()
+    _expire()
+    gone = write([clap("new")], [Clap.get("SHOW#s1", f"CLAP#USER#old{n}") for n in range(removed)])
+    assert gone == [CounterChange(DailyClaps, ("SHOW#s1", "DAY#2026-11-30"), "claps", -1, 0)] * removed
+    bucket = daily()
+    assert bucket is not None and bucket.claps == 1  # the new clap's, created by its first count
+    assert bucket.expires is not None and bucket.label == "SHOW#s1 on 2026-11-30"
+    assert _claps_stored() == ["CLAP#USER#new"] and Show.get("SHOW#s1", "META").clap_total == 1
+    assert audit(DailyClaps.claps, parents=[("SHOW#s1", "DAY#2026-11-30")]).drifts == ()
+
+
+class Day(CounterMixin, Model):
+    """A sum rollup: a day's revenue, created by its first order."""
+
+    class Meta:
+        table_name = "Revenue"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "2026-11-30"
+    revenue = CounterField()
+    expires = TTLAttribute(null=True)
+    region_code = NumberAttribute(null=True)
+
+
+class Order(CounterMixin, Model):
+    class Meta:
+        table_name = "Orders"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)
+    day = UnicodeAttribute()
+    total = NumberAttribute()
+    revenue = counted_by(Day.revenue, key=lambda o: o.day, amount=lambda o: int(o.total), create_parent=True,
+                         parent_defaults=lambda o: {"expires": datetime(2027, 3, 1, tzinfo=timezone.utc)},
+                         children=lambda key: sum(int(o.total) for o in Order.scan(consistent_read=True)
+                                                  if o.day == key[0]))
+
+
+@pytest.fixture
+def orders(dynamodb: Any) -> None:
+    Day.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Order.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+
+
+def _bucket(day: str = "2026-11-30") -> Optional[Day]:
+    try:
+        return Day.get(day, consistent_read=True)
+    except Day.DoesNotExist:
+        return None
+
+
+@pytest.mark.usefixtures("orders")
+@pytest.mark.parametrize("new_total", [80, 130], ids=["lowered", "raised"])
+def test_an_order_edited_after_its_day_expired_leaves_the_day_gone(new_total: int) -> None:
+    """The day's bucket counted this order and expired: the edit's change of amount goes with it (listed in
+    rollups_gone), whichever way it goes, as a delete's decrement does; a bucket is never re-created holding a
+    difference."""
+    Order(pk="o1", day="2026-11-30", total=100).save()
+    Order(pk="o2", day="2026-11-30", total=50).save()
+    Day._get_connection().delete_item("2026-11-30")  # expired
+    order = Order.get("o1")
+    order.total = new_total
+    result = order.save()
+    assert result.changes == ()
+    assert result.rollups_gone == (CounterChange(Day, ("2026-11-30",), "revenue", new_total - 100, 0),)
+    assert result.attempts == 2 and _bucket() is None
+    assert Order.get("o1", consistent_read=True).total == new_total
+    assert Order.get("o2").delete().rollups_gone == (CounterChange(Day, ("2026-11-30",), "revenue", -50, 0),)
+
+
+@pytest.mark.usefixtures("orders")
+def test_an_order_moved_from_an_expired_day_counts_on_its_new_day() -> None:
+    Order(pk="o1", day="2026-11-29", total=10).save()
+    Day._get_connection().delete_item("2026-11-29")
+    order = Order.get("o1")
+    order.day = "2026-11-30"
+    result = order.save()
+    assert result.rollups_gone == (CounterChange(Day, ("2026-11-29",), "revenue", -10, 0),)
+    assert result.changes == (CounterChange(Day, ("2026-11-30",), "revenue", 10, 0),)
+    assert _bucket("2026-11-29") is None and _bucket() is not None and _bucket().revenue == 10  # type: ignore
+
+
+@pytest.mark.usefixtures("orders")
+def test_a_first_count_of_zero_creates_its_bucket_with_its_counter_and_defaults() -> None:
+    Order(pk="o1", day="2026-11-30", total=0).save()  # a free order
+    bucket = _bucket()
+    assert bucket is not None and bucket.revenue == 0
+    assert bucket.expires == datetime(2027, 3, 1, tzinfo=timezone.utc)
+    assert "revenue" in Day._get_connection().get_item("2026-11-30")["Item"]
+    assert audit(Day.revenue).drifts == ()
+    Order(pk="o2", day="2026-11-30", total=7).save()
+    assert _bucket().revenue == 7  # type: ignore[union-attr]
+
+
+@pytest.mark.usefixtures("orders")
+def test_a_number_default_given_as_text_is_refused() -> None:
+    relation = Order.revenue
+    original = relation._parent_defaults
+    object.__setattr__(relation, "_parent_defaults", lambda o: {"region_code": "abc"})
+    try:
+        with pytest.raises(ChildValueError, match="region_code"):
+            Order(pk="o1", day="2026-11-30", total=1).save()
+    finally:
+        object.__setattr__(relation, "_parent_defaults", original)
+    assert _bucket() is None and list(Order.scan(consistent_read=True)) == []
+
+
+def test_a_rollup_key_over_dynamodbs_key_limit_is_named_as_such_and_nothing_is_written() -> None:
+    from pynamodb_counters.exceptions import ParentKeyError
+
+    show()
+    before = snapshot()
+    with pytest.raises(ParentKeyError, match="1024 bytes"):
+        clap("a", day="y" * 1100).save()
+    assert snapshot() == before
+
+
+def test_a_rollup_never_counts_into_another_models_item_in_a_table_without_a_discriminator() -> None:
+    """The README's layout: posts, their likes and daily buckets in one table, no discriminator. A bucket key
+    that names the post's own item is refused, whether the post's count is in the same write or not."""
+    from pynamodb_counters.exceptions import ParentKeyError
+
+    class Page(CounterMixin, Model):
+        class Meta:
+            table_name = "Pages"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        likes = CounterField()
+        views = CounterField()
+
+    class Daily(CounterMixin, Model):
+        class Meta:
+            table_name = "Pages"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        likes = CounterField()
+        visits = CounterField()
+
+    class Fan(CounterMixin, Model):
+        class Meta:
+            table_name = "Pages"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)  # "FAN#u1"
+        day = UnicodeAttribute()
+        page = counted_by(Page.likes, key=lambda f: (f.pk, "META"), prefix="FAN#")
+        daily = counted_by(Daily.likes, key=lambda f: (f.pk, f.day), create_parent=True)
+
+    class Visit(CounterMixin, Model):
+        class Meta:
+            table_name = "Pages"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)  # "VISIT#u1"
+        day = UnicodeAttribute()
+        daily = counted_by(Daily.visits, key=lambda v: (v.pk, v.day), create_parent=True)
+
+    Page.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Page(pk="P", sk="META").save()
+    Fan(pk="P", sk="FAN#u0", day="DAY#1").save()  # the page and a bucket, as meant
+    before = sorted(str(item) for item in Page._get_connection().scan()["Items"])
+    with pytest.raises(ParentKeyError, match="Page"):
+        Fan(pk="P", sk="FAN#u1", day="META").save()  # its bucket's key is the page's item: both counts at once
+    with pytest.raises(ParentNotFoundError, match="Page"):
+        Visit(pk="P", sk="VISIT#u1", day="META").save()  # the bucket alone, on an item the page's likes fed
+    assert sorted(str(item) for item in Page._get_connection().scan()["Items"]) == before
+    assert Page.get("P", "META", consistent_read=True).likes == 1
+    report = audit(Page.likes, parents=[("P", "META")])
+    assert report.drifts == () and report.unverifiable == ()
