@@ -52,8 +52,9 @@ class WriteResult:
       counters are exact either way).
     :ivar duplicate: ``True`` when ``save(ignore_duplicate=True)`` found the child already stored (nothing changed).
     :ivar missing: ``True`` when ``delete(ignore_missing=True)`` found no child to delete (nothing changed).
-    :ivar rollups_gone: the decrements not made because their parent, a rollup created by its first count
-      (``counted_by(..., create_parent=True)``), was gone (expired by TTL): the child was deleted all the same.
+    :ivar rollups_gone: the changes not made because their parent, a rollup created by its first count
+      (``counted_by(..., create_parent=True)``), was gone (expired by TTL): the decrements of deleted or moved
+      children, and the changes of amount of edited ones, which were written all the same.
     """
 
     token: str

@@ -337,8 +337,9 @@ def test_case15_bulk_requests_match_the_requests_on_the_wire(proxy: FaultProxy) 
     post("POST#a")
     post("POST#b")
     policy = RetryPolicy(max_attempts=6, base_delay=0.0, max_delay=0.0)
-    proxy.inject(THROTTLE, times=2)  # the first chunk: throttled twice, then refused for good
-    proxy.inject(answer(400, "ValidationException", "refused on purpose"))
+    proxy.inject(THROTTLE, times=2)  # the first chunk: throttled twice, then refused for good, as a whole and
+    # in halves until each child fails alone: [0, 1, 2], then [0], then [1, 2], then [1] and [2]
+    proxy.inject(answer(400, "ValidationException", "refused on purpose"), times=5)
     proxy.inject(SERVER_ERROR)  # the second chunk: a 5xx, a reset, a lost response (recovered), then done
     proxy.inject(RESET_BEFORE)
     proxy.inject(LOSE_RESPONSE)
@@ -347,7 +348,7 @@ def test_case15_bulk_requests_match_the_requests_on_the_wire(proxy: FaultProxy) 
         result = bulk_save(batch, retry=policy, max_actions=4)  # 3 likes and their post per transaction
     assert [o.status for o in result.outcomes] == ["failed"] * 3 + ["added"] * 3
     assert isinstance(result.failed[0].error, TransactionError)
-    assert result.requests == len(sent) == 7  # 3 for the first chunk, 4 for the second
+    assert result.requests == len(sent) == 11  # 7 for the first chunk, 4 for the second
     assert tally("POST#b") == likes("POST#b") == 3 and likes("POST#a") == 0
 
 
