@@ -48,7 +48,7 @@ from ._requests import (
     serialized_key_request,
     within_limit,
 )
-from ._shards import shard_key
+from ._shards import shard_key, shard_or_absent
 from ._spec import counters_of, foreign_feeds, relations_of, shard_count, spec_of
 from ._stored import Stored, as_loaded
 from .exceptions import InvalidArgumentError, InvalidTransactionError, ParentKeyError, TransactionTooLargeError
@@ -300,13 +300,15 @@ def _stored_as(model: Type[Model], basis: Stored, others: Sequence[Model], condi
 
 def shard_entries(model: Type[Model], key: Tuple[Any, ...], action: str) -> List[_Entry]:
     """The actions that create (``action="Update"``) or delete (``"Delete"``) a parent's shard items ``1`` and up,
-    as plan entries; none for a model without sharded counters."""
+    as plan entries; none for a model without sharded counters. Each is conditioned on its key holding nothing
+    or a shard item: another item stored at a shard key refuses the whole transaction."""
     entries = []
+    condition = shard_or_absent(model)
     for shard in range(1, shard_count(model)):
         target = shard_key(key, shard)
         where = item_id(model, target)
         kwargs: Dict[str, Any] = {"actions": [SHARD.set(shard)]} if action == "Update" else {}
-        request = serialized_key_request(model, where[1], where[2], **kwargs)
+        request = serialized_key_request(model, where[1], where[2], condition=condition, **kwargs)
         entries.append((where, action, request, Slot("shard", model, key, shard=shard)))
     return entries
 

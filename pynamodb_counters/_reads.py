@@ -20,7 +20,7 @@ from ._base import SHARD_COUNT
 from ._compat import ParentKey, key_attributes, key_of, normalize_key, serialize_key
 from ._items import ShardItems, count_of, whole_count
 from ._retries import DEFAULT_RETRY_POLICY
-from ._shards import not_a_shard, shard_key
+from ._shards import is_shard_item, not_a_shard, shard_key
 from ._spec import shard_count
 from ._stored import Stored
 from .exceptions import MissingChildError, TransactionError
@@ -79,7 +79,8 @@ def read_shards(model: Type[Model], keys: List[ParentKey], shards: int, *, consi
     """Every shard item of each parent, by shard index: shards ``0 .. shards - 1`` (at least as many as the
     model's largest ``shards=``: its counters share their shard items), and any further shards a parent item
     records in ``_cshards`` (left by a counter whose shards were reduced but not
-    yet folded in, see :func:`~pynamodb_counters.reshard`: a second BatchGetItem reads them).
+    yet folded in, see :func:`~pynamodb_counters.reshard`: a second BatchGetItem reads them). An item at a shard
+    key that is not a shard item (no ``_cshard``: another item whose own key it is) is left out, as absent.
 
     :param charge: called with each BatchGetItem response, to account for its consumed capacity.
     :param parents: the parent items (shard 0), when they were just read: they are not read again.
@@ -105,14 +106,17 @@ def read_shards(model: Type[Model], keys: List[ParentKey], shards: int, *, consi
 
 def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[ParentKey, ShardItems],
            consistent_read: bool, charge: Optional[Callable[[Dict[str, Any]], None]]) -> None:
-    """BatchGetItem of ``wanted`` (parent key, shard) pairs, 100 at a time, filing each item in ``found``."""
+    """BatchGetItem of ``wanted`` (parent key, shard) pairs, 100 at a time, filing each item in ``found`` (but for
+    an item at a shard key that is not a shard item)."""
     attributes = key_attributes(model)
-    by_key: Dict[Tuple[Any, ...], Tuple[ParentKey, int]] = {}
+    # one item may be wanted twice: a parent whose own key is another parent's shard key (never a shard of it)
+    by_key: Dict[Tuple[Any, ...], List[Tuple[ParentKey, int]]] = {}
     requests: List[Dict[str, Any]] = []
     for key, shard in wanted:
         serialized = serialize_key(model, shard_key(key, shard))
-        by_key[serialized] = (key, shard)
-        requests.append({attribute.attr_name: value for attribute, value in zip(attributes, serialized)})
+        if serialized not in by_key:
+            requests.append({attribute.attr_name: value for attribute, value in zip(attributes, serialized)})
+        by_key.setdefault(serialized, []).append((key, shard))
     connection = model._get_connection()
     table = model.Meta.table_name
 
@@ -129,8 +133,9 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
             if charge is not None:
                 charge(response)
             for item in response.get(RESPONSES, {}).get(table, []):
-                key, shard = by_key[serialized_key(item)]
-                found[key][shard] = item
+                for key, shard in by_key[serialized_key(item)]:
+                    if shard == 0 or is_shard_item(item):  # another item at a shard key is not one: never counted
+                        found[key][shard] = item
             unprocessed = response.get(UNPROCESSED_KEYS, {}).get(table, {}).get(KEYS, [])
             pending = [{a.attr_name: value for a, value in zip(attributes, serialized_key(raw))}
                        for raw in unprocessed]

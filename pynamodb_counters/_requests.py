@@ -19,7 +19,7 @@ from ._compat import ParentKey, discriminator_of, key_attributes, serialize_key
 from ._context import counting_skipped
 from ._items import ShardItems, count_of, counter_shards, stored_of, whole_count
 from ._plans import ItemId
-from ._shards import shard_key
+from ._shards import shard_key, shard_or_absent
 from ._spec import counters_of, relations_of, shard_count
 from .attributes import CounterField, loaded_counters
 from .exceptions import CountingBypassError, InvalidArgumentError, InvalidTransactionError
@@ -32,7 +32,7 @@ __all__ = ["action_paths", "bypass_of", "check_condition", "check_counters_uncha
            "check_child_key", "deciding", "discriminator_condition", "guard_update", "item_id", "key_request",
            "parent_condition", "parent_save_actions", "pending_fold", "pending_fold_message", "pynamodb_view",
            "reshape_requests", "sequence_is", "sequence_unchanged", "serialized_key_request", "shard_request",
-           "total_requests", "within_limit"]
+           "shard_unchanged", "total_requests", "within_limit"]
 
 
 def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
@@ -110,6 +110,13 @@ def within_limit(counter: CounterField, delta: int) -> Condition:
 def sequence_unchanged(item: Optional[Dict[str, Any]]) -> Condition:
     """The condition that an item's counted-write sequence still holds what ``item`` (as read) holds."""
     return sequence_is(count_of(item, SEQUENCE.attr_name))
+
+
+def shard_unchanged(item: Optional[Dict[str, Any]]) -> Condition:
+    """The condition that a shard item is still the one read as ``item``: a shard item (never another item stored
+    at its key since), with the same counted-write sequence."""
+    condition: Condition = SHARD.exists() & sequence_unchanged(item)
+    return condition
 
 
 def sequence_is(sequence: Optional[int]) -> Condition:
@@ -274,7 +281,7 @@ def total_requests(counter: CounterField, key: ParentKey, items: ShardItems, val
     others = 0
     for shard, item in counter_shards(counter, items)[1:]:
         count = stored_of(item, counter.attr_name)
-        condition = SHARD.does_not_exist() if item is None else sequence_unchanged(item)
+        condition = SHARD.does_not_exist() if item is None else shard_unchanged(item)
         if isinstance(count, Decimal):  # not a whole number (written by hand): this shard starts again at 0
             requests.append({"Update": shard_request(model, key, shard, condition=condition,
                                                      actions=[counter.set(0), SEQUENCE.add(1)])})
@@ -293,7 +300,8 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
     number of shards, or ``[]`` when they are in shape: it creates the missing shard items, moves every count held
     by a shard beyond its counter's number into the parent item (with ``ADD``, which commutes with live writes),
     deletes the shard items no counter needs any more, and records the number on the parent. Every shard item it
-    empties is conditioned on its counted-write sequence as read in ``items``."""
+    creates is conditioned on its key holding nothing or a shard item (never another item stored there), every
+    one it empties on being the shard item read in ``items``, with the same counted-write sequence."""
     requests: List[Dict[str, Any]] = []
     moved = {name: 0 for name in counters}
     for shard, item in enumerate(items[1:], start=1):
@@ -301,10 +309,11 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
             if item is not None:
                 for name, counter in counters.items():
                     moved[name] += whole_count(item, counter, key) or 0
-                requests.append({"Delete": shard_request(model, key, shard, condition=sequence_unchanged(item))})
+                requests.append({"Delete": shard_request(model, key, shard, condition=shard_unchanged(item))})
             continue
         if item is None:
-            requests.append({"Update": shard_request(model, key, shard, actions=[SHARD.set(shard)])})
+            requests.append({"Update": shard_request(model, key, shard, condition=shard_or_absent(model),
+                                                     actions=[SHARD.set(shard)])})
             continue
         actions: List[Action] = []
         for name, counter in counters.items():
@@ -313,7 +322,7 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
                 moved[name] += value
                 actions.append(counter.add(-value))
         if actions:
-            requests.append({"Update": shard_request(model, key, shard, condition=sequence_unchanged(item),
+            requests.append({"Update": shard_request(model, key, shard, condition=shard_unchanged(item),
                                                      actions=actions + [SEQUENCE.add(1)])})
     parent_actions: List[Action] = [counters[name].add(value) for name, value in moved.items() if value]
     if parent_actions:

@@ -14,11 +14,16 @@ Pure, no I/O. A counter declared ``CounterField(shards=16)`` is spread over 16 i
 A parent's shard items exist before any child is counted on them: the parent's ``save()`` creates them (the
 parent item records how many in ``_cshards``), as does :func:`pynamodb_counters.reshard` for
 parents stored before the counter was sharded.
+
+A shard key may already hold another item (a parent whose own hash key is ``<pk>#SHARD<k>``): the library never
+writes, deletes or counts an item at a shard key that lacks ``_cshard``. Every request that creates or deletes a
+shard item is conditioned on :func:`shard_or_absent`, and a refusal on such an item is explained by
+:func:`foreign_shard_message`.
 """
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, Any, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import STRING
 
@@ -31,7 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 
-__all__ = ["check_shardable", "choose_shard", "not_a_shard", "shard_key"]
+__all__ = ["check_shardable", "choose_shard", "foreign_shard", "foreign_shard_message", "is_shard_item",
+           "not_a_shard", "shard_key", "shard_or_absent"]
 
 _SEPARATOR = "#SHARD"
 
@@ -72,3 +78,48 @@ def not_a_shard() -> Condition:
         Post.scan(filter_condition=not_a_shard())
     """
     return SHARD.does_not_exist()
+
+
+def is_shard_item(item: Optional[Dict[str, Any]]) -> bool:
+    """Whether a raw item is a shard item (it carries ``_cshard``), as the library created it."""
+    return item is not None and SHARD.attr_name in item
+
+
+def shard_or_absent(model: Type[Model]) -> Condition:
+    """The condition on every request that creates or deletes a shard item of ``model``: the key holds nothing, or
+    a shard item. Another item stored at that key (no ``_cshard``) refuses it."""
+    condition: Condition = key_attributes(model)[0].does_not_exist() | SHARD.exists()
+    return condition
+
+
+def foreign_shard(model: Type[Model], key: Tuple[Any, ...], items: Sequence[Optional[Dict[str, Any]]]
+                  ) -> Optional[int]:
+    """The shard of the parent ``key`` whose key holds another item, among ``items`` (raw items a refusal
+    returned, ``None`` where it returned none), or ``None``. The parent item itself is never one: it is not at a
+    shard key."""
+    name = key_attributes(model)[0].attr_name
+    prefix = f"{key[0]}{_SEPARATOR}"
+    for item in items:
+        if not item or is_shard_item(item):
+            continue
+        hash_key = next(iter(item.get(name, {}).values()), "")
+        if isinstance(hash_key, str) and hash_key.startswith(prefix) and hash_key[len(prefix):].isdigit():
+            return int(hash_key[len(prefix):])
+    return None
+
+
+def foreign_shard_message(model: Type[Model], key: Tuple[Any, ...], shard: int, *, saved: bool = False) -> str:
+    """Why a write on shard ``shard`` of the parent ``key`` was refused: another item holds that shard's key.
+
+    :param saved: the refusal follows the parent's ``save()``, whose ``UpdateItem`` has written the parent item.
+    """
+    where = f"{model.__name__} {key!r}"
+    collision = (f"its shard {shard} is the item {shard_key(key, shard)!r}, which holds another item, not a shard "
+                 f"item (it has no {SHARD.attr_name}): the parent's hash key plus '{_SEPARATOR}{shard}' is that "
+                 f"item's own key, and the library never writes, deletes or counts an item it did not create. Choose "
+                 f"parent keys that cannot end in '{_SEPARATOR}<k>', or move that item")
+    if not saved:
+        return f"{where}: {collision}; nothing was written"
+    return (f"{where} itself was saved (its UpdateItem is written), but its shard items were not created: "
+            f"{collision}. None of its shard items was written, and until they are, its children counted on shards "
+            f"other than 0 are refused: save it again, or run reshard(), once the key is free")

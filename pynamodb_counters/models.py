@@ -109,7 +109,7 @@ class CounterMixin(CountedBase):
             actions = parent_save_actions(self)  # type: ignore[arg-type]
             data = super().update(actions, condition=condition, **options)  # type: ignore[misc]
             if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
-                create_shards(model, [self])  # type: ignore[arg-type]
+                create_shards(model, [self], saved=True)  # type: ignore[arg-type]
             return data
         operation = save_operation(self, condition, **options)  # type: ignore[arg-type]
         return _commit_one(operation, retry, token, DuplicateChildError if _value(ignore_duplicate) else None)

@@ -49,6 +49,8 @@ def reshard(counter: CounterField, shards: int, *, parents: Optional[Iterable[An
       :data:`~pynamodb_counters.MAX_SHARDS`.
     :raises ConfigurationError: a parent model whose hash key is not a string.
     :raises TransactionError: a parent kept changing through ``max_attempts`` attempts (run it again).
+    :raises ConditionFailedError: a parent's shard key holds another item, not a shard item (a parent whose own
+      hash key is ``<pk>#SHARD<k>``); nothing is written for that parent, and that item is never touched.
     :raises CorruptCounterError: a shard item holds a count that is not a whole number (repair it first, with
       :func:`~pynamodb_counters.repair`); nothing is written for that parent.
     """

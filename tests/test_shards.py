@@ -688,3 +688,174 @@ def test_growing_a_busy_parent_does_not_wait_for_it_to_hold_still(monkeypatch: p
     monkeypatch.setattr("pynamodb_counters._shard_items.send", like_meanwhile)
     assert reshard(Video.view_count, 8) == 1 and len(landed) == 1
     assert Video.view_count.total(key) == 1 and sorted(shard_items(key[0])) == list(range(8))
+
+
+# -- 13. another item stored at a shard key ------------------------------------------------------------------
+# A video's shard k is the item keyed ``<pk>#SHARD<k>``; another video may have chosen that key itself. The library
+# never deletes, marks, counts into or sums such an item: it did not write it.
+COLLIDES = r"holds another item.*not a shard item.*cannot end in '#SHARD<k>'.*move that item"
+
+
+def raw_item(pk: str, sk: str = "META") -> Dict[str, Any]:
+    """One item of the Videos table as DynamoDB holds it (``{}`` when absent)."""
+    response = raw_client(None).get_item(TableName="Videos", Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                                         ConsistentRead=True)
+    return dict(response.get("Item", {}))
+
+
+def video_at_a_shard_key(pk: str, shard: int, views: int = 0) -> Key:
+    """Another video, stored (and counting ``views`` views on its own item) at the key of shard ``shard`` of video
+    ``pk``, whose own shard item there is gone (deleted behind the library's back, or never created)."""
+    raw_client(None).delete_item(TableName="Videos", Key={"pk": {"S": shard_pk(pk, shard)}, "sk": {"S": "META"}})
+    other = make_video(shard_pk(pk, shard), title="someone else's")
+    for n in range(views):
+        view(other[0], user_on_shard(other[0], 0, skip=n)).save()
+    assert "_cshard" not in raw_item(other[0]) and raw_item(other[0])["title"] == {"S": "someone else's"}
+    return other
+
+
+class Playlist(CounterMixin, Model):
+    """A parent of songs, in a table of its own."""
+
+    class Meta:
+        table_name = "ShardsPlaylists"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "LIST#a"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    song_count = CounterField()
+
+
+class Song(CounterMixin, Model):
+    """A counted child of its playlist that is a sharded parent too: its plays, over 4 items
+    (``<pk>#SHARD<k>``, ``SONG#n``), which its own counted save creates and its counted delete deletes."""
+
+    class Meta:
+        table_name = "ShardsPlaylists"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "LIST#a"
+    sk = UnicodeAttribute(range_key=True)  # "SONG#1"
+    play_count = CounterField(shards=4)
+    playlist = counted_by(Playlist.song_count, key=lambda song: (song.pk, "META"), prefix="SONG#")
+
+
+def test_deleting_a_video_never_deletes_another_item_stored_at_one_of_its_shard_keys() -> None:
+    key = make_video("VIDEO#launch")
+    other = video_at_a_shard_key("VIDEO#launch", 1, views=2)
+    before = table()
+    refused = rf"Video \('VIDEO#launch', 'META'\).*shard 1.*'VIDEO#launch#SHARD1'.*{COLLIDES}.*nothing was written"
+    with pytest.raises(ConditionFailedError, match=refused) as caught:
+        Video.get(*key).delete()
+    assert caught.value.model is Video and caught.value.key == key
+    assert table() == before  # the video, its other shard items and the other video: all as they were
+    with pytest.raises(ConditionFailedError, match=COLLIDES):
+        with CountedTransaction() as transaction:
+            transaction.delete(Video.get(*key))
+    assert table() == before
+    assert Video.get(*other).title == "someone else's" and Video.view_count.total(other) == 2
+
+    with pytest.raises(ConditionFailedError, match=rf"shard 1.*'VIDEO#launch#SHARD1'.*{COLLIDES}"):
+        view(key[0], user_on_shard(key[0], 1)).save()  # a view that lands on shard 1 never counts into it
+    assert table() == before
+    view(key[0], user_on_shard(key[0], 2)).save()  # its other shards count
+    assert Video.view_count.total(key) == 1 and Video.view_count.total(other) == 2
+
+
+def test_saving_a_video_never_marks_another_item_at_its_shard_key_as_a_shard() -> None:
+    other = video_at_a_shard_key("VIDEO#launch", 1, views=2)
+    foreign = raw_item(other[0])
+    with pytest.raises(ConditionFailedError, match=rf"Video \('VIDEO#launch', 'META'\) itself was saved.*"
+                                                   rf"shard items were not created.*shard 1.*{COLLIDES}"):
+        Video(pk="VIDEO#launch", sk="META", title="mine").save()
+    assert raw_item(other[0]) == foreign  # not marked a shard, nothing of it changed
+    assert raw_item("VIDEO#launch")["title"] == {"S": "mine"}  # the parent's own UpdateItem, as the error says
+    assert "_cshards" not in raw_item("VIDEO#launch")
+    assert all(raw_item(f"VIDEO#launch#SHARD{shard}") == {} for shard in range(2, VIEWS))  # refused as a whole
+
+    make_video("VIDEO#fresh#SHARD3")
+    before = table()
+    with pytest.raises(ConditionFailedError, match=rf"shard 3.*'VIDEO#fresh#SHARD3'.*{COLLIDES}"):
+        with CountedTransaction() as transaction:  # the video and its shard items in one transaction
+            transaction.save(Video(pk="VIDEO#fresh", sk="META"))
+    assert table() == before
+
+
+def test_totals_and_audits_never_count_another_item_stored_at_a_shard_key() -> None:
+    key = make_video("VIDEO#launch")
+    for shard in (0, 2, 7):
+        view(key[0], user_on_shard(key[0], shard)).save()
+    other = video_at_a_shard_key("VIDEO#launch", 1, views=4)  # 4 views counted on the item at shard 1's key
+    assert Video.view_count.total(key) == 3 == Video.view_count.total(key, consistent_read=True)
+    assert Video.view_count.totals([key, other]) == {key: 3, other: 4}
+    report = audit(Video.view_count)
+    assert report.parents_checked == 2 and report.drifts == ()
+    assert audit(Video.view_count, parents=[key]).drifts == ()
+
+    raw_update(key[0], "ADD view_count :v", 5)  # the video's own item drifts
+    [drift] = audit(Video.view_count).drifts
+    assert (drift.key, drift.stored, drift.actual) == (key, 8, 3)
+    foreign = raw_item(other[0])
+    assert [r.status for r in repair([drift]).repairs] == ["repaired"]
+    set_counter(Video.view_count, key, 3)
+    assert raw_item(other[0]) == foreign
+    assert Video.view_count.totals([key, other]) == {key: 3, other: 4}
+    assert audit(Video.view_count).drifts == ()
+
+
+def test_reshard_never_marks_folds_or_deletes_another_item_stored_at_a_shard_key(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with skip_counting(Video):
+        Video(pk="VIDEO#launch", sk="META", title="mine").save()  # stored before sharding: no shard items
+    other = make_video("VIDEO#launch#SHARD1", title="someone else's")
+    view(other[0], user_on_shard(other[0], 0)).save()
+    before = table()
+    for parents in ([("VIDEO#launch", "META")], None):
+        with pytest.raises(ConditionFailedError, match=rf"Video \('VIDEO#launch', 'META'\).*shard 1.*{COLLIDES}.*"
+                                                       r"nothing was written"):
+            reshard(Video.view_count, VIEWS, parents=parents)
+        assert table() == before
+    with pytest.raises(ParentNotFoundError, match="shard 2"):  # its first view on a shard: no shard is created
+        view("VIDEO#launch", user_on_shard("VIDEO#launch", 2)).save()
+    assert table() == before
+
+    key = make_video("VIDEO#big")  # a video sharded 16 ways, shrunk to 2 views shards (fans keep 4)
+    for u in range(30):
+        view(key[0], u).save()
+    big = video_at_a_shard_key(key[0], 9, views=1)  # shard 9, about to be folded, holds another video
+    counted = len(children(key[0])) - sum(crc_shard(key[0], sk, VIEWS) == 9 for sk in children(key[0]))
+    assert Video.view_count.total(key) == counted
+    foreign = raw_item(big[0])
+    monkeypatch.setattr(Video.view_count, "shards", 2)
+    assert reshard(Video.view_count, 2, parents=[key]) == 1
+    assert raw_item(big[0]) == foreign  # neither folded into the video nor deleted
+    assert Video.view_count.totals([key, big]) == {key: counted, big: 1}
+    assert all(raw_item(shard_pk(key[0], shard)) == {} for shard in range(4, VIEWS) if shard != 9)
+
+
+def test_a_song_that_is_a_sharded_parent_never_takes_another_songs_key_for_its_shard_item() -> None:
+    """A counted child that is itself a sharded parent creates its shard items in its own counted save and
+    deletes them in its counted delete: neither touches a song of another playlist stored at a shard key."""
+    Playlist.create_table(billing_mode="PAY_PER_REQUEST")
+    for pk in ("LIST#a", "LIST#a#SHARD1", "LIST#a#SHARD2"):
+        Playlist(pk=pk, sk="META").save()
+    Song(pk="LIST#a#SHARD2", sk="SONG#1").save()  # a song of playlist LIST#a#SHARD2: song 1's shard 2 key
+
+    def playlists() -> List[Dict[str, Any]]:
+        return sorted(stored("ShardsPlaylists"), key=repr)
+
+    before = playlists()
+    with pytest.raises(ConditionFailedError, match=rf"Song \('LIST#a', 'SONG#1'\).*shard 2.*{COLLIDES}"):
+        Song(pk="LIST#a", sk="SONG#1").save()
+    assert playlists() == before  # the song not created nor counted, the other song not marked a shard
+
+    Song(pk="LIST#a", sk="SONG#2").save()  # its shard items created with it
+    raw_client(None).delete_item(TableName="ShardsPlaylists",
+                                 Key={"pk": {"S": "LIST#a#SHARD1"}, "sk": {"S": "SONG#2"}})
+    Song(pk="LIST#a#SHARD1", sk="SONG#2").save()  # another playlist's song, at song 2's shard 1 key
+    before = playlists()
+    with pytest.raises(ConditionFailedError, match=rf"Song \('LIST#a', 'SONG#2'\).*shard 1.*{COLLIDES}"):
+        Song.get("LIST#a", "SONG#2").delete()
+    assert playlists() == before
+    assert Playlist.song_count.totals([("LIST#a", "META"), ("LIST#a#SHARD1", "META")]) == \
+        {("LIST#a", "META"): 1, ("LIST#a#SHARD1", "META"): 1}
