@@ -11,7 +11,10 @@ A relation is declared once, in the child model's class body::
 """
 from __future__ import annotations
 
+from types import CodeType
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Type, overload
+
+from pynamodb.attributes import Attribute
 
 from ._base import feed_entry, require_mixin
 from ._compat import ParentKey, normalize_key
@@ -57,7 +60,9 @@ class Relation:
             raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ConfigurationError(f"counted_by(prefix=...) is a non-empty sort key prefix such as 'LIKE#', "
-                                     f"not {prefix!r}")
+                                     f"not {prefix!r}: it says the children are the items of their parent's "
+                                     f"partition whose sort keys start with it. Children stored elsewhere are "
+                                     f"counted for audits with children=... (a function of the parent's key)")
         if children is not None and not callable(children):
             raise ConfigurationError(f"counted_by(children=...) must be a callable counting a parent's children, "
                                      f"not {children!r}")
@@ -94,13 +99,57 @@ class Relation:
         self._parent_defaults = parent_defaults
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
-        if self._child_model is not None:
-            raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
-        require_mixin(owner, f"{owner.__name__}.{name} = counted_by(...)")
+        """Register the relation as ``owner.name``, from ``owner``'s class body.
+
+        :raises ConfigurationError: the declaration cannot work or would miscount; then none of ``owner``'s
+          relations is registered (the class is not made).
+        """
+        try:
+            self._check(owner, name)
+        except ConfigurationError:
+            _withdraw(owner)
+            raise
         self._child_model = owner
         self._name = name
         object.__setattr__(self, "_feed", feed_entry(self))
         self._counter._feeders.append(self)
+
+    def _check(self, owner: Type[Any], name: str) -> None:
+        """Refuse to declare the relation as ``owner.name`` where it would miscount. PynamoDB may not have processed
+        ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
+
+        :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, ``prefix=`` on a
+          model with no range key, another relation of ``owner`` already counts it the same way in the same counter.
+        """
+        where = f"{owner.__name__}.{name} = counted_by(...)"
+        if self._child_model is not None:
+            raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
+        require_mixin(owner, where)
+        attributes = _declared_attributes(owner)
+        if self._prefix is not None and not any(attribute.is_range_key for attribute in attributes.values()):
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} = counted_by(..., prefix={self._prefix!r}): prefix= says the children are "
+                f"the items of their parent's partition whose sort keys start with it, but {owner.__name__} has no "
+                f"range key (sort key). Give it one (an attribute with range_key=True), or count its children "
+                f"for audits with children=... instead")
+        self._check_twins(owner, name)
+
+    def _check_twins(self, owner: Type[Any], name: str) -> None:
+        """Refuse a second relation of ``owner`` (its own or inherited) counting each child in the same counter
+        the same way (the same key, ``when=`` and ``amount=``): every write would count the child twice."""
+        counter = self._counter
+        for klass in owner.__mro__:
+            for other in vars(klass).values():
+                if isinstance(other, Relation) and other is not self and other._child_model is klass \
+                        and other._counter is counter and _same_function(self._key, other._key) \
+                        and _same_function(self._when, other._when) and _same_function(self._amount, other._amount):
+                    raise ConfigurationError(
+                        f"{owner.__name__}.{name} and {klass.__name__}.{other.name} both count each "
+                        f"{owner.__name__} in {self.parent_model.__name__}.{self.attribute} with the same key, when= "
+                        f"and amount=: every save would add 2 for one child. Remove one of them. Two relations to "
+                        f"one counter are for two parents of one child, each named by its own key (a transfer "
+                        f"counted on its sender's and its recipient's transfer_count: key=lambda t: t.sender and "
+                        f"key=lambda t: t.recipient)")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -288,6 +337,11 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
                parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
+    The declaration is checked when the class is made, and refused with
+    :exc:`~pynamodb_counters.exceptions.ConfigurationError` where it would miscount: a second relation of the child
+    counting it in the same counter with the same key, ``when=`` and ``amount=`` (each save would add 2), and
+    the ``prefix=`` cases below.
+
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
       (``Post.like_tally``).
     :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
@@ -296,7 +350,7 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       SET or REMOVE them, and refuses the others (their result is not known before sending).
     :param prefix: for audits (:mod:`pynamodb_counters.reconcile`): the children live in their parent's partition
       of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
-      them.
+      them. The child model needs a range key.
     :param children: for audits, in other layouts: ``children(parent_key) -> int`` counts one parent's children
       (for example with a Query on a global secondary index); with ``when=`` or ``amount=``, it gives what the
       counter should hold (the children that count, or their sum).
@@ -314,6 +368,71 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       attributes a created parent starts with, set only where absent (a TTL, a label).
     """
     return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults)
+
+
+def _withdraw(owner: type) -> None:
+    """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
+    for value in vars(owner).values():
+        if isinstance(value, Relation) and value._child_model is owner:
+            feeders = value._counter._feeders
+            feeders[:] = [feeder for feeder in feeders if feeder is not value]
+
+
+def _declared_attributes(model: type) -> Dict[str, Attribute[Any]]:
+    """``model``'s attributes by Python name, read from its namespace and its bases' (PynamoDB has not processed
+    a class whose body is being run)."""
+    found: Dict[str, Attribute[Any]] = {}
+    for klass in reversed(model.__mro__):
+        found.update((name, value) for name, value in vars(klass).items() if isinstance(value, Attribute))
+    return found
+
+
+def _same_function(one: Optional[Callable[..., Any]], other: Optional[Callable[..., Any]]) -> bool:
+    """Whether two user functions (or ``None``) are one, or the same code over the same values (a lambda written
+    twice, a factory's function made twice with the same arguments)."""
+    if one is other:
+        return True
+    code, other_code = getattr(one, "__code__", None), getattr(other, "__code__", None)
+    if not isinstance(code, CodeType) or not isinstance(other_code, CodeType):
+        return False
+    return _code_shape(code) == _code_shape(other_code) \
+        and getattr(one, "__globals__", None) is getattr(other, "__globals__", None) \
+        and _same_values(_bound_values(one), _bound_values(other))
+
+
+def _code_shape(code: CodeType) -> Any:
+    """What a function's code does, without where it was written (lines, names of its arguments)."""
+    constants = tuple(_code_shape(value) if isinstance(value, CodeType) else (type(value), value)
+                      for value in code.co_consts)
+    return code.co_code, code.co_names, code.co_argcount, code.co_kwonlyargcount, constants
+
+
+_EMPTY = object()
+
+
+def _bound_values(function: Any) -> List[Any]:
+    """The values a function carries besides its code: its closure's cells and its defaults."""
+    cells = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            cells.append(_EMPTY)
+    defaults = getattr(function, "__defaults__", None) or ()
+    keywords = sorted((getattr(function, "__kwdefaults__", None) or {}).items())
+    return [*cells, *defaults, *keywords]
+
+
+def _same_values(one: List[Any], other: List[Any]) -> bool:
+    if len(one) != len(other):
+        return False
+    for value, other_value in zip(one, other):
+        try:
+            if value is not other_value and not bool(value == other_value):
+                return False
+        except Exception:  # a value without a plain equality (a PynamoDB attribute gives a condition): not the same
+            return False
+    return True
 
 
 def _describe(child: Any) -> str:
