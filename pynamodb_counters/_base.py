@@ -16,7 +16,7 @@ from pynamodb.models import Model
 from .exceptions import ConfigurationError
 
 __all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID", "WRITTEN_BY", "CountedBase",
-           "counted_classes", "feed_entry", "feeder_id", "require_mixin"]
+           "counted_classes", "feed_entry", "feeder_id", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -65,6 +65,12 @@ def counted_classes() -> Iterator[Type[Any]]:
         seen.add(klass)
         pending.extend(klass.__subclasses__())
         yield klass
+
+
+def same_class(one: type, other: type) -> bool:
+    """Whether two classes are one class defined twice (its module imported again, a factory called twice): the
+    same ``__module__`` and ``__qualname__``, the same items."""
+    return one.__module__ == other.__module__ and one.__qualname__ == other.__qualname__
 
 
 def feeder_id(relation: Any) -> str:

@@ -12,11 +12,11 @@ A relation is declared once, in the child model's class body::
 from __future__ import annotations
 
 from types import CodeType
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Type, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Type, overload
 
-from pynamodb.attributes import Attribute
+from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
-from ._base import feed_entry, require_mixin
+from ._base import counted_classes, feed_entry, require_mixin, same_class
 from ._compat import ParentKey, normalize_key
 from ._results import CounterChange
 from ._shards import check_shardable, choose_shard
@@ -119,7 +119,9 @@ class Relation:
         ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
 
         :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, ``prefix=`` on a
-          model with no range key, another relation of ``owner`` already counts it the same way in the same counter.
+          model with no range key, another relation of ``owner`` already counts it the same way in the same counter, or
+          another child model's items are under an overlapping prefix of the same table with nothing to tell
+          them apart.
         """
         where = f"{owner.__name__}.{name} = counted_by(...)"
         if self._child_model is not None:
@@ -133,6 +135,8 @@ class Relation:
                 f"range key (sort key). Give it one (an attribute with range_key=True), or count its children "
                 f"for audits with children=... instead")
         self._check_twins(owner, name)
+        if self._prefix is not None:
+            self._check_neighbours(owner, name, attributes)
 
     def _check_twins(self, owner: Type[Any], name: str) -> None:
         """Refuse a second relation of ``owner`` (its own or inherited) counting each child in the same counter
@@ -150,6 +154,29 @@ class Relation:
                         f"one counter are for two parents of one child, each named by its own key (a transfer "
                         f"counted on its sender's and its recipient's transfer_count: key=lambda t: t.sender and "
                         f"key=lambda t: t.recipient)")
+
+    def _check_neighbours(self, owner: Type[Any], name: str, attributes: Dict[str, Attribute[Any]]) -> None:
+        """Refuse ``prefix=`` where another child model's relation already counts the items of the same table under
+        an overlapping prefix, in the partitions of the same parents, and nothing (one discriminator) tells the
+        two models' items apart: an audit of either counter would count both."""
+        prefix, table = self._prefix, _table_of(owner)
+        assert prefix is not None
+        discriminator = _discriminator_of(attributes)
+        for other in _registered_in(table):
+            model, other_prefix = other.child_model, other._prefix
+            if other_prefix is None or not (prefix.startswith(other_prefix) or other_prefix.startswith(prefix)) \
+                    or model is owner or same_class(model, owner) \
+                    or not _same_partitions(self.parent_model, other.parent_model):
+                continue
+            if discriminator is not None and discriminator is _discriminator_of(_declared_attributes(model)):
+                continue
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} = counted_by(..., prefix={prefix!r}): {model.__name__}.{other.name} = "
+                f"counted_by(..., prefix={other_prefix!r}) already counts {model.__name__} items of table {table} "
+                f"in the partitions of the same parents, and nothing tells a {owner.__name__} item from a "
+                f"{model.__name__} item: an audit of either counter would count both. Give them distinct prefixes, "
+                f"neither starting with the other (such as 'LIKE#' and 'REACTION#'), put one DiscriminatorAttribute "
+                f"on a common base of both models, or count them for audits with children=... instead of prefix=")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -350,7 +377,9 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       SET or REMOVE them, and refuses the others (their result is not known before sending).
     :param prefix: for audits (:mod:`pynamodb_counters.reconcile`): the children live in their parent's partition
       of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
-      them. The child model needs a range key.
+      them. The child model needs a range key, and no other child model may be counted on the same parents
+      under an overlapping prefix of the same table (``LIKE#`` and ``LIKE#USER#``) unless one
+      ``DiscriminatorAttribute`` tells their items apart.
     :param children: for audits, in other layouts: ``children(parent_key) -> int`` counts one parent's children
       (for example with a Query on a global secondary index); with ``when=`` or ``amount=``, it gives what the
       counter should hold (the children that count, or their sum).
@@ -378,6 +407,20 @@ def _withdraw(owner: type) -> None:
             feeders[:] = [feeder for feeder in feeders if feeder is not value]
 
 
+def _registered_in(table: Optional[str]) -> Iterator[Relation]:
+    """Every relation registered on a model of ``table``."""
+    for klass in counted_classes():
+        if _table_of(klass) == table and _made(klass):
+            for value in vars(klass).values():
+                if isinstance(value, Relation) and value._child_model is klass:
+                    yield value
+
+
+def _made(klass: type) -> bool:
+    """Whether PynamoDB's metaclass has processed ``klass``: not a class whose body was refused, or is being run."""
+    return "_attributes" in vars(klass)
+
+
 def _declared_attributes(model: type) -> Dict[str, Attribute[Any]]:
     """``model``'s attributes by Python name, read from its namespace and its bases' (PynamoDB has not processed
     a class whose body is being run)."""
@@ -385,6 +428,23 @@ def _declared_attributes(model: type) -> Dict[str, Attribute[Any]]:
     for klass in reversed(model.__mro__):
         found.update((name, value) for name, value in vars(klass).items() if isinstance(value, Attribute))
     return found
+
+
+def _discriminator_of(attributes: Dict[str, Attribute[Any]]) -> Optional[Attribute[Any]]:
+    return next((value for value in attributes.values() if isinstance(value, DiscriminatorAttribute)), None)
+
+
+def _table_of(model: type) -> Optional[str]:
+    return getattr(getattr(model, "Meta", None), "table_name", None)
+
+
+def _same_partitions(one: Any, other: Any) -> bool:
+    """Whether two parent models' items may share partitions: one model (or a subclass, or the same class defined
+    twice), or classes of one polymorphic table (a common discriminator)."""
+    if one is other or issubclass(one, other) or issubclass(other, one) or same_class(one, other):
+        return True
+    discriminator = _discriminator_of(_declared_attributes(one))
+    return discriminator is not None and discriminator is _discriminator_of(_declared_attributes(other))
 
 
 def _same_function(one: Optional[Callable[..., Any]], other: Optional[Callable[..., Any]]) -> bool:

@@ -6,12 +6,13 @@ import re
 from typing import Any, Callable, Iterator
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
 from pynamodb_counters._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
+from tests.factories import snapshot
 from tests.models import REGION
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -26,6 +27,100 @@ def refused(match: str) -> Iterator[None]:
     error = caught.value.__cause__ if isinstance(caught.value, RuntimeError) else caught.value
     assert isinstance(error, ConfigurationError), caught.value
     assert re.search(match, str(error), re.S), str(error)
+
+
+# -- two child models, one table, overlapping prefixes -----------------------------------------------------------
+def social(table: str, name: str = "Page") -> Any:
+    """A parent model ``name`` of its own (in table ``table``) with two counters."""
+    meta = type("Meta", (), {"table_name": table, "region": REGION})
+    namespace = {"Meta": meta, "pk": UnicodeAttribute(hash_key=True), "sk": UnicodeAttribute(range_key=True),
+                 "like_tally": CounterField(), "reaction_count": CounterField(), "__qualname__": name,
+                 "__module__": __name__}
+    return type(name, (CounterMixin, Model), namespace)
+
+
+def child(page: Any, name: str, prefix: str, counter: str = "like_tally", table: str = "") -> Any:
+    """A child model ``name`` of ``page`` in ``page``'s table (or ``table``), counted under ``prefix``."""
+    meta = type("Meta", (), {"table_name": table or page.Meta.table_name, "region": REGION})
+    namespace = {"Meta": meta, "pk": UnicodeAttribute(hash_key=True), "sk": UnicodeAttribute(range_key=True),
+                 "page": counted_by(getattr(page, counter), key=lambda c: (c.pk, "META"), prefix=prefix),
+                 "__qualname__": name, "__module__": __name__}
+    return type(name, (CounterMixin, Model), namespace)
+
+
+@pytest.mark.parametrize("first, second, counter", [
+    ("LIKE#", "LIKE#", "like_tally"),
+    ("LIKE#", "LIKE#USER#", "like_tally"),
+    ("LIKE#USER#", "LIKE#", "reaction_count"),
+])
+def test_a_second_child_model_in_the_same_table_under_an_overlapping_prefix_is_refused(
+        first: str, second: str, counter: str) -> None:
+    page = social("Overlap")
+    like = child(page, "Like", first)
+    before = snapshot()
+    with refused(rf"Reaction.page .*prefix='{second}'.*Like.page .*prefix='{first}'.* table Overlap.*"
+                 r"distinct prefixes.*DiscriminatorAttribute.*children="):
+        child(page, "Reaction", second, counter)
+    assert feeders_of(getattr(page, counter)) == ((like.page,) if counter == "like_tally" else ())
+    assert snapshot() == before  # a declaration does no I/O
+
+
+def test_a_child_model_refused_in_its_class_body_registers_none_of_its_relations() -> None:
+    pages = social("Withdrawn")
+    like = child(pages, "Like", "LIKE#")
+    with refused("Reaction.page .*prefix='LIKE#'"):
+        class Reaction(CounterMixin, Model):
+            class Meta:
+                table_name = "Withdrawn"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            sk = UnicodeAttribute(range_key=True)
+            counted = counted_by(pages.reaction_count, key=lambda r: (r.pk, "META"), prefix="REACTION#")
+            page = counted_by(pages.like_tally, key=lambda r: (r.pk, "META"), prefix="LIKE#")
+    assert feeders_of(pages.like_tally) == (like.page,) and feeders_of(pages.reaction_count) == ()
+
+
+def test_children_that_an_audit_can_tell_apart_are_not_refused() -> None:
+    pages = social("Apart")
+    like = child(pages, "Like", "LIKE#")
+    assert child(pages, "Like", "LIKE#") is not like  # the same model class loaded twice (a re-import, a factory)
+    child(pages, "Reaction", "REACTION#")  # distinct prefixes
+    child(pages, "Echo", "LIKE#", table="Elsewhere")  # another table
+    child(social("Apart", "Profile"), "Mention", "LIKE#")  # another parent model: other partitions
+
+    class Sub(like):  # type: ignore[misc, valid-type]  # inherits its base's relation: the same items
+        extra = counted_by(pages.reaction_count, key=lambda s: (s.pk, "META"), prefix="SUB#")
+
+    class Vote(CounterMixin, Model):  # two relations of one child model count the same items
+        class Meta:
+            table_name = "Apart"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        value = NumberAttribute()
+        up = counted_by(pages.like_tally, key=lambda v: (v.pk, "META"), when=lambda v: v.value > 0, prefix="VOTE#")
+        down = counted_by(pages.reaction_count, key=lambda v: (v.pk, "META"), when=lambda v: v.value < 0,
+                          prefix="VOTE#")
+
+    class Item(CounterMixin, Model):  # one discriminator: an audit filters by class
+        class Meta:
+            table_name = "Apart"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        kind = DiscriminatorAttribute()
+
+    class Clap(Item, discriminator="Clap"):
+        page = counted_by(pages.like_tally, key=lambda c: (c.pk, "META"), prefix="HIT#")
+
+    class Cheer(Item, discriminator="Cheer"):
+        page = counted_by(pages.reaction_count, key=lambda c: (c.pk, "META"), prefix="HIT#")
+
+    assert Vote.up.prefix == Vote.down.prefix and Clap.page.prefix == Cheer.page.prefix == "HIT#"
+    assert Sub.extra.child_model is Sub
 
 
 # -- one child, one counter, twice --------------------------------------------------------------------------------
