@@ -15,8 +15,8 @@ from pynamodb.models import Model
 
 from .exceptions import ConfigurationError
 
-__all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID", "WRITTEN_BY", "CountedBase",
-           "counted_classes", "feed_entry", "feeder_id", "require_mixin", "same_class"]
+__all__ = ["FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "SPEC_HELD", "WRITE_ID", "WRITTEN_BY",
+           "CountedBase", "counted_classes", "feed_entry", "feeder_id", "forget_specs", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -65,6 +65,22 @@ def counted_classes() -> Iterator[Type[Any]]:
         seen.add(klass)
         pending.extend(klass.__subclasses__())
         yield klass
+
+
+SPEC_HELD = "_pynamodb_counters_spec"
+"""The attribute, in a counted model class's own namespace, holding its spec: what the library read of its
+declarations, built on first use (see ``_spec``)."""
+
+
+def forget_specs(model: type) -> None:
+    """Drop the spec held by ``model`` and by each of its subclasses, to be built again on next use: a relation
+    registered after the class body (``Category.parent = counted_by(...)``) is in none of them."""
+    pending: List[type] = [model]
+    while pending:
+        klass = pending.pop()
+        if SPEC_HELD in klass.__dict__:
+            delattr(klass, SPEC_HELD)
+        pending.extend(klass.__subclasses__())
 
 
 def same_class(one: type, other: type) -> bool:

@@ -8,15 +8,22 @@ A relation is declared once, in the child model's class body::
         post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"))
 
 ``Like.post`` is then the immutable :class:`Relation`; ``like.post`` is the parent key of one like (no I/O).
+
+A model counting its own kind (a tree) names a counter declared earlier in the same body, or assigns the relation
+after the body (``Category.parent = counted_by(Category.subcategories, ...)``): such a relation is registered at
+first use (its model's first write, its counter's audit, a read of ``Category.parent``), with the same checks,
+and never counts before.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Type, overload
 
 from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
-from ._base import counted_classes, feed_entry, require_mixin, same_class
+from ._base import counted_classes, feed_entry, forget_specs, require_mixin, same_class
 from ._compat import ParentKey, normalize_key
 from ._results import CounterChange
 from ._shards import check_shardable, choose_shard
@@ -31,6 +38,11 @@ __all__ = ["Relation", "counted_by"]
 KeyFunction = Callable[[Any], Any]
 ChildCounter = Callable[[ParentKey], int]
 
+# Relations made by counted_by() that no class has registered yet: in a class body until its __set_name__, or
+# assigned after one until first use. Held weakly: one that is dropped was never declared.
+_unnamed: weakref.WeakSet[Relation] = weakref.WeakSet()
+_registering = threading.RLock()  # one registration at a time, so that two threads registering one relation agree
+
 
 class Relation:
     """Children of :attr:`child_model` are counted in :attr:`counter` of the parent that :attr:`key` names.
@@ -40,7 +52,7 @@ class Relation:
     """
 
     __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
-                 "_amount", "_create_parent", "_parent_defaults")
+                 "_amount", "_create_parent", "_parent_defaults", "__weakref__")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
@@ -51,8 +63,6 @@ class Relation:
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
             )
-        if counter.model is None:
-            raise ConfigurationError("counted_by() needs a CounterField declared on a model class")
         if not callable(key):
             raise ConfigurationError(f"counted_by(key=...) must be a callable mapping a child to its parent's key; "
                                      f"got {key!r}")
@@ -74,7 +84,7 @@ class Relation:
         if amount is not None and not callable(amount):
             raise ConfigurationError(f"counted_by(amount=...) must be a callable giving the whole number a child "
                                      f"adds, such as lambda comment: comment.words; got {amount!r}")
-        if counter.shards > 1:
+        if counter.shards > 1 and counter.model is not None:  # else a counter of the body being run: at __set_name__
             check_shardable(counter.model, counter)
         self._counter = counter
         self._key = key
@@ -97,29 +107,48 @@ class Relation:
         self._amount = amount
         self._create_parent = create_parent
         self._parent_defaults = parent_defaults
+        with _registering:
+            _unnamed.add(self)
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         """Register the relation as ``owner.name``, from ``owner``'s class body.
 
         :raises ConfigurationError: the declaration cannot work or would miscount; then none of ``owner``'s
-          relations is registered (the class is not made).
+          relations is registered.
         """
-        try:
-            self._check(owner, name)
-        except ConfigurationError:
-            _withdraw(owner)
-            raise
-        self._child_model = owner
-        self._name = name
-        object.__setattr__(self, "_feed", feed_entry(self))
-        self._counter._feeders.append(self)
+        self._register(owner, name, in_body=True)
+
+    def _register(self, owner: Type[Any], name: str, in_body: bool) -> None:
+        """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
+        assigned after it. Any spec built before for ``owner`` or its subclasses is dropped.
+
+        :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
+          class body, none of the class's relations (the class is not made).
+        """
+        with _registering:
+            if self._child_model is owner and self._name == name:  # another thread registered it meanwhile
+                return
+            try:
+                self._check(owner, name)
+            except ConfigurationError:
+                if in_body:
+                    _withdraw(owner)
+                raise
+            self._child_model = owner
+            self._name = name
+            object.__setattr__(self, "_feed", feed_entry(self))
+            self._counter._feeders.append(self)
+            _unnamed.discard(self)
+        if not in_body:
+            forget_specs(owner)
 
     def _check(self, owner: Type[Any], name: str) -> None:
         """Refuse to declare the relation as ``owner.name`` where it would miscount. PynamoDB may not have processed
         ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
 
-        :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, ``prefix=`` on a
-          model with no range key, another relation of ``owner`` already counts it the same way in the same counter, or
+        :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, the counter is on
+          no model, a sharded counter of ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with
+          no range key, another relation of ``owner`` already counts it the same way in the same counter, or
           another child model's items are under an overlapping prefix of the same table with nothing to tell
           them apart.
         """
@@ -127,7 +156,14 @@ class Relation:
         if self._child_model is not None:
             raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
         require_mixin(owner, where)
+        counter = self._counter
+        if counter.model is None:
+            raise ConfigurationError(f"{where}: its CounterField is not declared on a model class. Declare the "
+                                     f"counter on the parent model first; a model counting its own kind declares it "
+                                     f"in its class body, before the relation")
         attributes = _declared_attributes(owner)
+        if counter.shards > 1 and counter.model is owner:
+            check_shardable(owner, counter, next((a for a in attributes.values() if a.is_hash_key), None))
         if self._prefix is not None and not any(attribute.is_range_key for attribute in attributes.values()):
             raise ConfigurationError(
                 f"{owner.__name__}.{name} = counted_by(..., prefix={self._prefix!r}): prefix= says the children are "
@@ -190,9 +226,19 @@ class Relation:
     def __get__(self, instance: Any, owner: Any) -> ParentKey: ...
 
     def __get__(self, instance: Any, owner: Any) -> Any:
+        if self._child_model is None and owner is not None:  # assigned after the class body: register it now
+            self._register_found(owner)
         if instance is None:
             return self
         return self.parent_key(instance)
+
+    def _register_found(self, owner: type) -> None:
+        """Register the relation under the name and class that hold it, ``owner`` or one of its bases."""
+        for klass in owner.__mro__:
+            for name, value in list(vars(klass).items()):
+                if value is self:
+                    self._register(klass, name, in_body=False)
+                    return
 
     # -- the declaration -------------------------------------------------------------------------------------
     @property
@@ -247,7 +293,8 @@ class Relation:
 
     def __repr__(self) -> str:
         child = self._child_model.__name__ if self._child_model is not None else "?"
-        return f"<Relation {child}.{self.name} -> {self.parent_model.__name__}.{self.attribute}>"
+        parent = self._counter.model.__name__ if self._counter.model is not None else "?"
+        return f"<Relation {child}.{self.name} -> {parent}.{self._counter.name or '?'}>"
 
     @property
     def create_parent(self) -> bool:
@@ -367,10 +414,12 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
     The declaration is checked when the class is made, and refused with
     :exc:`~pynamodb_counters.exceptions.ConfigurationError` where it would miscount: a second relation of the child
     counting it in the same counter with the same key, ``when=`` and ``amount=`` (each save would add 2), and
-    the ``prefix=`` cases below.
+    the ``prefix=`` cases below. A relation assigned after the class body (``Category.parent = counted_by(...)``)
+    is registered, with the same checks, at its model's first use (see :doc:`modelling`).
 
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
-      (``Post.like_tally``).
+      (``Post.like_tally``); in a model counting its own kind (a tree), a counter declared earlier in the same
+      class body (``subcategories``).
     :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
     :param reads: the child attributes ``key``, ``when=`` and ``amount=`` read, when they cannot be detected by
       running them (for example when they read them through another object). ``update()`` counts actions that
@@ -399,12 +448,55 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
     return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults)
 
 
+def declare_found(klass: type) -> None:
+    """Register each relation that ``klass``'s own namespace holds but no class body declared (one assigned after
+    the body).
+
+    :raises ConfigurationError: one cannot be registered, or one relation is held under a second name.
+    """
+    for name, value in list(vars(klass).items()):
+        if not isinstance(value, Relation):
+            continue
+        if value._child_model is None:
+            value._register(klass, name, in_body=False)
+        elif value._child_model is not klass or value._name != name:
+            raise ConfigurationError(f"one relation cannot be declared twice ({value} and {klass.__name__}.{name})")
+
+
+def undeclared_in(model: type) -> bool:
+    """Whether ``model`` or a base of it holds a relation assigned after its class body and not registered yet
+    (looked for only while some relation is unregistered)."""
+    if not _unnamed:
+        return False
+    return any(isinstance(value, Relation) and value in _unnamed for klass in model.__mro__
+               for value in vars(klass).values())
+
+
+def declare_feeders(counter: CounterField) -> None:
+    """Register each relation feeding ``counter`` that was assigned after a class body and is not registered yet.
+
+    :raises ConfigurationError: one cannot be registered.
+    """
+    if not _unnamed:
+        return
+    with _registering:
+        pending = [relation for relation in _unnamed if relation._counter is counter]
+    for relation in pending:
+        for klass in counted_classes():
+            if _made(klass):
+                for name, value in list(vars(klass).items()):
+                    if value is relation:
+                        relation._register(klass, name, in_body=False)
+
+
 def _withdraw(owner: type) -> None:
     """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
     for value in vars(owner).values():
-        if isinstance(value, Relation) and value._child_model is owner:
-            feeders = value._counter._feeders
-            feeders[:] = [feeder for feeder in feeders if feeder is not value]
+        if isinstance(value, Relation):
+            _unnamed.discard(value)
+            if value._child_model is owner:
+                feeders = value._counter._feeders
+                feeders[:] = [feeder for feeder in feeders if feeder is not value]
 
 
 def _registered_in(table: Optional[str]) -> Iterator[Relation]:

@@ -1,18 +1,19 @@
-"""Declarations that would miscount are refused when they are made, registering nothing."""
+"""Declarations: a relation declared after its class body registers like one declared in it, and declarations
+that would miscount are refused when they are made (or, after a class body, at first use), registering nothing."""
 from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, List
 
 import pytest
 from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_counters import CounterField, CounterMixin, counted_by
+from pynamodb_counters import CounterField, CounterMixin, audit, counted_by, skip_counting
 from pynamodb_counters._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
-from tests.factories import snapshot
+from tests.factories import raw_client, snapshot
 from tests.models import REGION
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -27,6 +28,181 @@ def refused(match: str) -> Iterator[None]:
     error = caught.value.__cause__ if isinstance(caught.value, RuntimeError) else caught.value
     assert isinstance(error, ConfigurationError), caught.value
     assert re.search(match, str(error), re.S), str(error)
+
+
+def stored_feeds(model: Any, *key: str) -> List[str]:
+    """The feeder entries the item at ``key`` of ``model``'s table records (``_cfeed``)."""
+    hash_name = model._hash_keyname
+    item = raw_client(None).get_item(TableName=model.Meta.table_name, Key={hash_name: {"S": key[0]}},
+                                     ConsistentRead=True)["Item"]
+    return sorted(item.get("_cfeed", {}).get("SS", []))
+
+
+# -- trees: a model counting its own kind ------------------------------------------------------------------------
+class Category(CounterMixin, Model):
+    """A tree: a category counts its subcategories. The relation names the model's own counter, so it is assigned
+    after the class body (the other form, in the body, is in a test below)."""
+
+    class Meta:
+        table_name = "Categories"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)
+    parent_id = UnicodeAttribute(null=True)
+    subcategories = CounterField()
+
+
+def subcategories_of(pk: str) -> int:
+    return sum(1 for _ in Category.scan(Category.parent_id == pk, consistent_read=True))
+
+
+Category.parent = counted_by(  # type: ignore[attr-defined]
+    Category.subcategories, key=lambda c: c.parent_id, when=lambda c: c.parent_id is not None,
+    children=lambda key: subcategories_of(key[0]))
+
+
+def test_a_tree_relation_assigned_after_the_class_body_counts_audits_and_names_itself() -> None:
+    Category.create_table(billing_mode="PAY_PER_REQUEST")
+    Category(pk="root").save()
+    Category(pk="a", parent_id="root").save()
+    Category(pk="b", parent_id="a").save()
+    Category(pk="c", parent_id="a").save()
+    assert Category.get("root", consistent_read=True).subcategories == 1
+    assert Category.get("a", consistent_read=True).subcategories == 2
+
+    relation = Category.parent  # type: ignore[attr-defined]
+    assert relation.child_model is Category and relation.name == "parent"
+    assert repr(relation) == "<Relation Category.parent -> Category.subcategories>"
+    assert relation in feeders_of(Category.subcategories)
+    assert relation.feed != "" and stored_feeds(Category, "a") == [relation.feed]  # never an empty entry
+
+    report = audit(Category.subcategories)
+    assert report.parents_checked == 4 and report.drifts == ()
+    with skip_counting():
+        Category(pk="d", parent_id="a").save()  # behind the counter's back
+    assert [(d.key, d.stored, d.actual) for d in audit(Category.subcategories).drifts] == [(("a",), 2, 3)]
+
+
+def tree_model(table: str) -> Any:
+    """A tree model of its own (in table ``table``), with no relation yet: a test assigns one."""
+
+    class Shelf(CounterMixin, Model):
+        class Meta:
+            table_name = table
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        parent_id = UnicodeAttribute(null=True)
+        shelves = CounterField()
+
+    return Shelf
+
+
+def test_a_tree_relation_declared_in_the_class_body_on_a_counter_declared_before_it_counts() -> None:
+    class Folder(CounterMixin, Model):
+        class Meta:
+            table_name = "Folders"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        parent_id = UnicodeAttribute(null=True)
+        subfolders = CounterField()
+        parent = counted_by(subfolders, key=lambda f: f.parent_id, when=lambda f: f.parent_id is not None,
+                            children=lambda key: sum(1 for _ in Folder.scan(Folder.parent_id == key[0],
+                                                                            consistent_read=True)))
+
+    Folder.create_table(billing_mode="PAY_PER_REQUEST")
+    Folder(pk="root").save()
+    Folder(pk="a", parent_id="root").save()
+    Folder(pk="b", parent_id="root").save()
+    assert Folder.get("root", consistent_read=True).subfolders == 2
+    assert Folder.parent.child_model is Folder and Folder.parent.parent_model is Folder
+    assert repr(Folder.parent) == "<Relation Folder.parent -> Folder.subfolders>"
+    assert audit(Folder.subfolders).drifts == ()
+
+
+def test_a_tree_relation_in_the_class_body_is_checked_as_its_class_is_made() -> None:
+    with refused("a sharded counter needs a string hash key"):
+        class Numbered(CounterMixin, Model):
+            class Meta:
+                table_name = "Numbered"
+                region = REGION
+
+            n = NumberAttribute(hash_key=True)
+            parent_n = NumberAttribute(null=True)
+            below = CounterField(shards=4)
+            parent = counted_by(below, key=lambda x: x.parent_n)
+
+    loose = CounterField()
+    with refused(r"Loose.parent = counted_by\(\.\.\.\): its CounterField is not declared on a model class.*"
+                 r"in its class body, before the relation"):
+        class Loose(CounterMixin, Model):
+            class Meta:
+                table_name = "Loose"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            parent = counted_by(loose, key=lambda x: x.pk)
+            count = loose
+
+
+def test_a_relation_assigned_after_its_model_was_first_used_counts_from_then_on() -> None:
+    Shelf = tree_model("ShelvesUsed")
+    Shelf.create_table(billing_mode="PAY_PER_REQUEST")
+    Shelf(pk="root").save()  # the model is used (its declarations read) before the relation exists
+    Shelf.parent = counted_by(Shelf.shelves, key=lambda s: s.parent_id, when=lambda s: s.parent_id is not None)
+    Shelf(pk="a", parent_id="root").save()
+    assert Shelf.get("root", consistent_read=True).shelves == 1
+    assert stored_feeds(Shelf, "root") == [Shelf.parent.feed] and Shelf.parent.name == "parent"
+
+
+def test_a_relation_assigned_after_the_class_body_that_cannot_be_registered_is_refused_and_never_counts() -> None:
+    Shelf = tree_model("ShelvesRefused")
+    Shelf.create_table(billing_mode="PAY_PER_REQUEST")
+    Shelf(pk="root").save()
+    Shelf.parent = counted_by(Shelf.shelves, key=lambda s: s.parent_id, when=lambda s: s.parent_id is not None)
+    Shelf.again = counted_by(Shelf.shelves, key=lambda s: s.parent_id, when=lambda s: s.parent_id is not None)
+    before = snapshot(), raw_client(None).scan(TableName="ShelvesRefused")["Items"]
+    with refused("Shelf.again and Shelf.parent both count .* the same key"):
+        Shelf(pk="a", parent_id="root").save()
+    assert (snapshot(), raw_client(None).scan(TableName="ShelvesRefused")["Items"]) == before
+    with refused("Shelf.again and Shelf.parent both count"):
+        Shelf.again  # noqa: B018  # first access registers, or refuses
+    with refused("Shelf.again and Shelf.parent both count"):
+        audit(Shelf.shelves)
+    del Shelf.again
+    Shelf(pk="a", parent_id="root").save()
+    assert Shelf.get("root", consistent_read=True).shelves == 1
+
+
+def test_one_relation_assigned_under_a_second_name_is_refused_at_first_use() -> None:
+    Shelf = tree_model("ShelvesAliased")
+    Shelf.create_table(billing_mode="PAY_PER_REQUEST")
+    Shelf.parent = counted_by(Shelf.shelves, key=lambda s: s.parent_id, when=lambda s: s.parent_id is not None)
+    Shelf.alias = Shelf.parent
+    before = raw_client(None).scan(TableName="ShelvesAliased")["Items"]
+    with refused(r"one relation cannot be declared twice \(<Relation Shelf.parent -> Shelf.shelves> and "
+                 r"Shelf.alias\)"):
+        Shelf(pk="root").save()
+    assert raw_client(None).scan(TableName="ShelvesAliased")["Items"] == before
+    del Shelf.alias
+
+
+def test_a_relation_assigned_to_a_model_without_the_mixin_is_refused_when_read() -> None:
+    class Plain(Model):
+        class Meta:
+            table_name = "Plain"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        parent_id = UnicodeAttribute(null=True)
+
+    shelf = tree_model("ShelvesPlain")
+    Plain.parent = counted_by(shelf.shelves, key=lambda p: p.parent_id)  # type: ignore[attr-defined]
+    with refused("Plain must list CounterMixin before Model"):
+        Plain.parent  # type: ignore[attr-defined]  # noqa: B018
+    assert feeders_of(shelf.shelves) == ()
+    del Plain.parent  # type: ignore[attr-defined]
 
 
 # -- two child models, one table, overlapping prefixes -----------------------------------------------------------
