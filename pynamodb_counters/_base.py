@@ -15,8 +15,9 @@ from pynamodb.models import Model
 
 from .exceptions import ConfigurationError
 
-__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "WRITE_ID",
-           "CountedBase", "counted_classes", "declared", "feed_entry", "feeder_id", "note_declared", "require_mixin"]
+__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "SPEC_HELD",
+           "WRITE_ID", "CountedBase", "counted_classes", "declared", "feed_entry", "feeder_id", "forget_specs",
+           "note_declared", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -84,6 +85,28 @@ def counted_classes() -> Iterator[Type[Any]]:
         seen.add(klass)
         pending.extend(klass.__subclasses__())
         yield klass
+
+
+SPEC_HELD = "_pynamodb_counters_spec"
+"""The attribute, in a counted model class's own namespace, holding its spec: what the library read of its
+declarations, built on first use (see ``_spec``)."""
+
+
+def forget_specs(model: type) -> None:
+    """Drop the spec held by ``model`` and by each of its subclasses, to be built again on next use: a relation
+    registered after the class body (``Category.parent = counted_by(...)``) is in none of them."""
+    pending: List[type] = [model]
+    while pending:
+        klass = pending.pop()
+        if SPEC_HELD in klass.__dict__:
+            delattr(klass, SPEC_HELD)
+        pending.extend(klass.__subclasses__())
+
+
+def same_class(one: type, other: type) -> bool:
+    """Whether two classes are one class defined twice (its module imported again, a factory called twice): the
+    same ``__module__`` and ``__qualname__``, the same items."""
+    return one.__module__ == other.__module__ and one.__qualname__ == other.__qualname__
 
 
 def feeder_id(relation: Any) -> str:

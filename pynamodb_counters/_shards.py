@@ -32,6 +32,7 @@ from ._compat import key_attributes, key_of, serialize_key
 from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.attributes import Attribute
     from pynamodb.expressions.condition import Condition
     from pynamodb.models import Model
 
@@ -42,12 +43,15 @@ __all__ = ["check_shardable", "choose_shard", "foreign_shard", "foreign_shard_me
 _SEPARATOR = "#SHARD"
 
 
-def check_shardable(model: Type[Model], where: object) -> None:
+def check_shardable(model: Type[Model], where: object, hash_key: Optional[Attribute[Any]] = None) -> None:
     """Refuse a sharded counter on a model whose hash key cannot carry a shard suffix.
 
+    :param hash_key: the model's hash key attribute, for a model whose class is still being built (PynamoDB does
+      not know its keys yet); by default, the model's own.
     :raises ConfigurationError: the hash key is not a string attribute.
     """
-    hash_key = key_attributes(model)[0]
+    if hash_key is None:
+        hash_key = key_attributes(model)[0]
     if hash_key.attr_type != STRING:
         raise ConfigurationError(f"{where}: a sharded counter needs a string hash key, to build its shard items' "
                                  f"keys ({model.__name__}.{hash_key.attr_name} is a {type(hash_key).__name__})")

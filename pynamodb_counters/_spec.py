@@ -3,9 +3,11 @@ One :class:`ModelSpec` per model: what the library needs to know of a model's de
 on the class.
 
 Declarations only, no I/O. A model's counters and relations are fixed once its class is built (PynamoDB fills in
-a class's attributes after the ``__set_name__`` calls, so the spec is built on first use, not at declaration).
-The relations feeding a counter are held on the counter itself, since child models may be declared (and
-imported) after their parent.
+a class's attributes after the ``__set_name__`` calls, so the spec is built on first use, not at declaration),
+but for a relation assigned after a class body (a tree, ``Category.parent = counted_by(Category.subcategories,
+...)``): it is registered when a spec of its model is built, or when its counter's feeders are asked for, and
+any spec built before it is dropped. The relations feeding a counter are held on the counter itself, since child
+models may be declared (and imported) after their parent.
 """
 from __future__ import annotations
 
@@ -14,16 +16,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
-from ._base import CountedBase, counted_classes, declared
+from ._base import SPEC_HELD, CountedBase, counted_classes, declared
 from .attributes import CounterField
 from .exceptions import ConfigurationError
-from .relations import Relation
+from .relations import Relation, declare_feeders, declare_found, undeclared_in
 
 __all__ = ["ModelSpec", "all_relations", "counters_of", "feeders_of", "foreign_feeds", "relations_of", "shard_count",
            "spec_of"]
 
 _SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
-_HELD = "_pynamodb_counters_spec"  # the attribute, in a counted model class's own namespace, holding its spec
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,15 @@ def spec_of(model: type) -> ModelSpec:
     """``model``'s spec, built on first use and then held on the class (a model without the mixin has none:
     it counts nothing).
 
-    :raises ConfigurationError: a relation's ``reads=`` names attributes the model does not have.
+    :raises ConfigurationError: a relation's ``reads=`` names attributes the model does not have, or a relation
+      assigned after a class body cannot be registered (see :meth:`Relation.__set_name__`).
     """
-    spec: Optional[ModelSpec] = model.__dict__.get(_HELD)  # its own, never a base class's: a subclass may add relations
-    if spec is None:
+    spec: Optional[ModelSpec] = model.__dict__.get(SPEC_HELD)  # its own, never a base's: a subclass may add relations
+    if spec is None or undeclared_in(model):
         if not issubclass(model, CountedBase):
             return _UNCOUNTED
         spec = _build(model)
-        setattr(model, _HELD, spec)
+        setattr(model, SPEC_HELD, spec)
     return spec
 
 
@@ -74,6 +76,7 @@ def _build(model: Any) -> ModelSpec:
     counters = {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
     relations: List[Relation] = []
     for klass in reversed(model.__mro__):  # base classes first: declaration order
+        declare_found(klass)
         relations.extend(value for value in vars(klass).values()
                          if isinstance(value, Relation) and value not in relations)
     for relation in relations:
@@ -102,7 +105,11 @@ def shard_count(model: type) -> int:
 
 
 def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
-    """Every relation declared so far that counts into ``counter``."""
+    """Every relation declared so far that counts into ``counter``, those assigned after a class body included.
+
+    :raises ConfigurationError: one of those cannot be registered.
+    """
+    declare_feeders(counter)
     return tuple(counter._feeders)
 
 

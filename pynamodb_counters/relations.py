@@ -8,14 +8,38 @@ A relation is declared once, in the child model's class body::
         post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"))
 
 ``Like.post`` is then the immutable :class:`Relation`; ``like.post`` is the parent key of one like (no I/O).
+
+A model counting its own kind (a tree) names a counter declared earlier in the same body, or assigns the relation
+after the body (``Category.parent = counted_by(Category.subcategories, ...)``): such a relation is registered at
+first use (its model's first write, its counter's audit, a read of ``Category.parent``), with the same checks,
+and never counts before.
 """
 from __future__ import annotations
 
 import functools
+import threading
 import types
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, overload
+import weakref
+from types import CodeType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Set,
+    Tuple,
+    Type,
+    overload,
+)
 
-from ._base import feed_entry, note_declared, require_mixin
+from pynamodb.attributes import Attribute, DiscriminatorAttribute
+
+from ._base import counted_classes, feed_entry, forget_specs, note_declared, require_mixin, same_class
 from ._compat import ParentKey, holds, normalize_key
 from ._results import CounterChange
 from ._shards import check_shardable, choose_shard
@@ -30,6 +54,11 @@ __all__ = ["Relation", "counted_by"]
 KeyFunction = Callable[[Any], Any]
 ChildCounter = Callable[[ParentKey], int]
 
+# Relations made by counted_by() that no class has registered yet: in a class body until its __set_name__, or
+# assigned after one until first use. Held weakly: one that is dropped was never declared.
+_unnamed: weakref.WeakSet[Relation] = weakref.WeakSet()
+_registering = threading.RLock()  # one registration at a time, so that two threads registering one relation agree
+
 
 class Relation:
     """Children of :attr:`child_model` are counted in :attr:`counter` of the parent that :attr:`key` names.
@@ -39,7 +68,7 @@ class Relation:
     """
 
     __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
-                 "_amount", "_create_parent", "_parent_defaults")
+                 "_amount", "_create_parent", "_parent_defaults", "__weakref__")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
@@ -50,8 +79,6 @@ class Relation:
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
             )
-        if counter.model is None:
-            raise ConfigurationError("counted_by() needs a CounterField declared on a model class")
         if not callable(key):
             raise ConfigurationError(f"counted_by(key=...) must be a callable mapping a child to its parent's key; "
                                      f"got {key!r}")
@@ -59,7 +86,9 @@ class Relation:
             raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ConfigurationError(f"counted_by(prefix=...) is a non-empty sort key prefix such as 'LIKE#', "
-                                     f"not {prefix!r}")
+                                     f"not {prefix!r}: it says the children are the items of their parent's "
+                                     f"partition whose sort keys start with it. Children stored elsewhere are "
+                                     f"counted for audits with children=... (a function of the parent's key)")
         if children is not None and not callable(children):
             raise ConfigurationError(f"counted_by(children=...) must be a callable counting a parent's children, "
                                      f"not {children!r}")
@@ -71,7 +100,7 @@ class Relation:
         if amount is not None and not callable(amount):
             raise ConfigurationError(f"counted_by(amount=...) must be a callable giving the whole number a child "
                                      f"adds, such as lambda comment: comment.words; got {amount!r}")
-        if counter.shards > 1:
+        if counter.shards > 1 and counter.model is not None:  # else a counter of the body being run: at __set_name__
             check_shardable(counter.model, counter)
         self._counter = counter
         self._key = key
@@ -94,16 +123,113 @@ class Relation:
         self._amount = amount
         self._create_parent = create_parent
         self._parent_defaults = parent_defaults
+        with _registering:
+            _unnamed.add(self)
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
+        """Register the relation as ``owner.name``, from ``owner``'s class body.
+
+        :raises ConfigurationError: the declaration cannot work or would miscount; then none of ``owner``'s
+          relations is registered.
+        """
+        self._register(owner, name, in_body=True)
+
+    def _register(self, owner: Type[Any], name: str, in_body: bool) -> None:
+        """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
+        assigned after it. Any spec built before for ``owner`` or its subclasses is dropped.
+
+        :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
+          class body, none of the class's relations (the class is not made).
+        """
+        with _registering:
+            if self._child_model is owner and self._name == name:  # another thread registered it meanwhile
+                return
+            try:
+                self._check(owner, name)
+            except ConfigurationError:
+                if in_body:
+                    _withdraw(owner)
+                raise
+            self._child_model = owner
+            self._name = name
+            object.__setattr__(self, "_feed", feed_entry(self))
+            self._counter._feeders.append(self)
+            note_declared()
+            _unnamed.discard(self)
+        if not in_body:
+            forget_specs(owner)
+
+    def _check(self, owner: Type[Any], name: str) -> None:
+        """Refuse to declare the relation as ``owner.name`` where it would miscount. PynamoDB may not have processed
+        ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
+
+        :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, the counter is on
+          no model, a sharded counter of ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with
+          no range key, another relation of ``owner`` already counts it the same way in the same counter, or
+          another child model's items are under an overlapping prefix of the same table with nothing to tell
+          them apart.
+        """
+        where = f"{owner.__name__}.{name} = counted_by(...)"
         if self._child_model is not None:
             raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
-        require_mixin(owner, f"{owner.__name__}.{name} = counted_by(...)")
-        self._child_model = owner
-        self._name = name
-        object.__setattr__(self, "_feed", feed_entry(self))
-        self._counter._feeders.append(self)
-        note_declared()
+        require_mixin(owner, where)
+        counter = self._counter
+        if counter.model is None:
+            raise ConfigurationError(f"{where}: its CounterField is not declared on a model class. Declare the "
+                                     f"counter on the parent model first; a model counting its own kind declares it "
+                                     f"in its class body, before the relation")
+        attributes = _declared_attributes(owner)
+        if counter.shards > 1 and counter.model is owner:
+            check_shardable(owner, counter, next((a for a in attributes.values() if a.is_hash_key), None))
+        if self._prefix is not None and not any(attribute.is_range_key for attribute in attributes.values()):
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} = counted_by(..., prefix={self._prefix!r}): prefix= says the children are "
+                f"the items of their parent's partition whose sort keys start with it, but {owner.__name__} has no "
+                f"range key (sort key). Give it one (an attribute with range_key=True), or count its children "
+                f"for audits with children=... instead")
+        self._check_twins(owner, name)
+        if self._prefix is not None:
+            self._check_neighbours(owner, name, attributes)
+
+    def _check_twins(self, owner: Type[Any], name: str) -> None:
+        """Refuse a second relation of ``owner`` (its own or inherited) counting each child in the same counter
+        the same way (the same key, ``when=`` and ``amount=``): every write would count the child twice."""
+        counter = self._counter
+        for klass in owner.__mro__:
+            for other in vars(klass).values():
+                if isinstance(other, Relation) and other is not self and other._child_model is klass \
+                        and other._counter is counter and _same_function(self._key, other._key) \
+                        and _same_function(self._when, other._when) and _same_function(self._amount, other._amount):
+                    raise ConfigurationError(
+                        f"{owner.__name__}.{name} and {klass.__name__}.{other.name} both count each "
+                        f"{owner.__name__} in {self.parent_model.__name__}.{self.attribute} with the same key, when= "
+                        f"and amount=: every save would add 2 for one child. Remove one of them. Two relations to "
+                        f"one counter are for two parents of one child, each named by its own key (a transfer "
+                        f"counted on its sender's and its recipient's transfer_count: key=lambda t: t.sender and "
+                        f"key=lambda t: t.recipient)")
+
+    def _check_neighbours(self, owner: Type[Any], name: str, attributes: Dict[str, Attribute[Any]]) -> None:
+        """Refuse ``prefix=`` where another child model's relation already counts the items of the same table under
+        an overlapping prefix, in the partitions of the same parents, and nothing (one discriminator) tells the
+        two models' items apart: an audit of either counter would count both."""
+        prefix, table = self._prefix, _table_of(owner)
+        assert prefix is not None
+        discriminator = _discriminator_of(attributes)
+        for other in _registered_in(table):
+            model, other_prefix = other.child_model, other._prefix
+            if other_prefix is None or not (prefix.startswith(other_prefix) or other_prefix.startswith(prefix)) \
+                    or model is owner or same_class(model, owner) \
+                    or not _same_partitions(self.parent_model, other.parent_model):
+                continue
+            if discriminator is not None and discriminator is _discriminator_of(_declared_attributes(model)):
+                continue
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} = counted_by(..., prefix={prefix!r}): {model.__name__}.{other.name} = "
+                f"counted_by(..., prefix={other_prefix!r}) already counts {model.__name__} items of table {table} "
+                f"in the partitions of the same parents, and nothing tells a {owner.__name__} item from a "
+                f"{model.__name__} item: an audit of either counter would count both. Give them distinct prefixes, "
+                f"neither starting with the other (such as 'LIKE#' and 'REACTION#'), put one DiscriminatorAttribute "
+                f"on a common base of both models, or count them for audits with children=... instead of prefix=")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -117,9 +243,19 @@ class Relation:
     def __get__(self, instance: Any, owner: Any) -> ParentKey: ...
 
     def __get__(self, instance: Any, owner: Any) -> Any:
+        if self._child_model is None and owner is not None:  # assigned after the class body: register it now
+            self._register_found(owner)
         if instance is None:
             return self
         return self.parent_key(instance)
+
+    def _register_found(self, owner: type) -> None:
+        """Register the relation under the name and class that hold it, ``owner`` or one of its bases."""
+        for klass in owner.__mro__:
+            for name, value in list(vars(klass).items()):
+                if value is self:
+                    self._register(klass, name, in_body=False)
+                    return
 
     # -- the declaration -------------------------------------------------------------------------------------
     @property
@@ -174,7 +310,8 @@ class Relation:
 
     def __repr__(self) -> str:
         child = self._child_model.__name__ if self._child_model is not None else "?"
-        return f"<Relation {child}.{self.name} -> {self.parent_model.__name__}.{self.attribute}>"
+        parent = self._counter.model.__name__ if self._counter.model is not None else "?"
+        return f"<Relation {child}.{self.name} -> {parent}.{self._counter.name or '?'}>"
 
     @property
     def create_parent(self) -> bool:
@@ -301,15 +438,24 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
                parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
+    The declaration is checked when the class is made, and refused with
+    :exc:`~pynamodb_counters.exceptions.ConfigurationError` where it would miscount: a second relation of the child
+    counting it in the same counter with the same key, ``when=`` and ``amount=`` (each save would add 2), and
+    the ``prefix=`` cases below. A relation assigned after the class body (``Category.parent = counted_by(...)``)
+    is registered, with the same checks, at its model's first use (see :doc:`modelling`).
+
     :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
-      (``Post.like_tally``).
+      (``Post.like_tally``); in a model counting its own kind (a tree), a counter declared earlier in the same
+      class body (``subcategories``).
     :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
     :param reads: the child attributes ``key``, ``when=`` and ``amount=`` read, when they cannot be detected by
       running them (for example when they read them through another object). ``update()`` counts actions that
       SET or REMOVE them, and refuses the others (their result is not known before sending).
     :param prefix: for audits (:mod:`pynamodb_counters.reconcile`): the children live in their parent's partition
       of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
-      them.
+      them. The child model needs a range key, and no other child model may be counted on the same parents
+      under an overlapping prefix of the same table (``LIKE#`` and ``LIKE#USER#``) unless one
+      ``DiscriminatorAttribute`` tells their items apart.
     :param children: for audits, in other layouts: ``children(parent_key) -> int`` counts one parent's children
       (for example with a Query on a global secondary index); with ``when=`` or ``amount=``, it gives what the
       counter should hold (the children that count, or their sum).
@@ -327,6 +473,145 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       attributes a created parent starts with, set only where absent (a TTL, a label).
     """
     return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults)
+
+
+def declare_found(klass: type) -> None:
+    """Register each relation that ``klass``'s own namespace holds but no class body declared (one assigned after
+    the body).
+
+    :raises ConfigurationError: one cannot be registered, or one relation is held under a second name.
+    """
+    for name, value in list(vars(klass).items()):
+        if not isinstance(value, Relation):
+            continue
+        if value._child_model is None:
+            value._register(klass, name, in_body=False)
+        elif value._child_model is not klass or value._name != name:
+            raise ConfigurationError(f"one relation cannot be declared twice ({value} and {klass.__name__}.{name})")
+
+
+def undeclared_in(model: type) -> bool:
+    """Whether ``model`` or a base of it holds a relation assigned after its class body and not registered yet
+    (looked for only while some relation is unregistered)."""
+    if not _unnamed:
+        return False
+    return any(isinstance(value, Relation) and value in _unnamed for klass in model.__mro__
+               for value in vars(klass).values())
+
+
+def declare_feeders(counter: CounterField) -> None:
+    """Register each relation feeding ``counter`` that was assigned after a class body and is not registered yet.
+
+    :raises ConfigurationError: one cannot be registered.
+    """
+    if not _unnamed:
+        return
+    with _registering:
+        pending = [relation for relation in _unnamed if relation._counter is counter]
+    for relation in pending:
+        for klass in counted_classes():
+            if _made(klass):
+                for name, value in list(vars(klass).items()):
+                    if value is relation:
+                        relation._register(klass, name, in_body=False)
+
+
+def _withdraw(owner: type) -> None:
+    """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
+    for value in vars(owner).values():
+        if isinstance(value, Relation):
+            _unnamed.discard(value)
+            if value._child_model is owner:
+                feeders = value._counter._feeders
+                feeders[:] = [feeder for feeder in feeders if feeder is not value]
+
+
+def _registered_in(table: Optional[str]) -> Iterator[Relation]:
+    """Every relation registered on a model of ``table``."""
+    for klass in counted_classes():
+        if _table_of(klass) == table and _made(klass):
+            for value in vars(klass).values():
+                if isinstance(value, Relation) and value._child_model is klass:
+                    yield value
+
+
+def _made(klass: type) -> bool:
+    """Whether PynamoDB's metaclass has processed ``klass``: not a class whose body was refused, or is being run."""
+    return "_attributes" in vars(klass)
+
+
+def _declared_attributes(model: type) -> Dict[str, Attribute[Any]]:
+    """``model``'s attributes by Python name, read from its namespace and its bases' (PynamoDB has not processed
+    a class whose body is being run)."""
+    found: Dict[str, Attribute[Any]] = {}
+    for klass in reversed(model.__mro__):
+        found.update((name, value) for name, value in vars(klass).items() if isinstance(value, Attribute))
+    return found
+
+
+def _discriminator_of(attributes: Dict[str, Attribute[Any]]) -> Optional[Attribute[Any]]:
+    return next((value for value in attributes.values() if isinstance(value, DiscriminatorAttribute)), None)
+
+
+def _table_of(model: type) -> Optional[str]:
+    return getattr(getattr(model, "Meta", None), "table_name", None)
+
+
+def _same_partitions(one: Any, other: Any) -> bool:
+    """Whether two parent models' items may share partitions: one model (or a subclass, or the same class defined
+    twice), or classes of one polymorphic table (a common discriminator)."""
+    if one is other or issubclass(one, other) or issubclass(other, one) or same_class(one, other):
+        return True
+    discriminator = _discriminator_of(_declared_attributes(one))
+    return discriminator is not None and discriminator is _discriminator_of(_declared_attributes(other))
+
+
+def _same_function(one: Optional[Callable[..., Any]], other: Optional[Callable[..., Any]]) -> bool:
+    """Whether two user functions (or ``None``) are one, or the same code over the same values (a lambda written
+    twice, a factory's function made twice with the same arguments)."""
+    if one is other:
+        return True
+    code, other_code = getattr(one, "__code__", None), getattr(other, "__code__", None)
+    if not isinstance(code, CodeType) or not isinstance(other_code, CodeType):
+        return False
+    return _code_shape(code) == _code_shape(other_code) \
+        and getattr(one, "__globals__", None) is getattr(other, "__globals__", None) \
+        and _same_values(_bound_values(one), _bound_values(other))
+
+
+def _code_shape(code: CodeType) -> Any:
+    """What a function's code does, without where it was written (lines, names of its arguments)."""
+    constants = tuple(_code_shape(value) if isinstance(value, CodeType) else (type(value), value)
+                      for value in code.co_consts)
+    return code.co_code, code.co_names, code.co_argcount, code.co_kwonlyargcount, constants
+
+
+_EMPTY = object()
+
+
+def _bound_values(function: Any) -> List[Any]:
+    """The values a function carries besides its code: its closure's cells and its defaults."""
+    cells = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            cells.append(_EMPTY)
+    defaults = getattr(function, "__defaults__", None) or ()
+    keywords = sorted((getattr(function, "__kwdefaults__", None) or {}).items())
+    return [*cells, *defaults, *keywords]
+
+
+def _same_values(one: List[Any], other: List[Any]) -> bool:
+    if len(one) != len(other):
+        return False
+    for value, other_value in zip(one, other):
+        try:
+            if value is not other_value and not bool(value == other_value):
+                return False
+        except Exception:  # a value without a plain equality (a PynamoDB attribute gives a condition): not the same
+            return False
+    return True
 
 
 def _describe(child: Any) -> str:
