@@ -32,7 +32,7 @@ from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.condition import Condition
 
-from ._base import FED_BY, SEQUENCE, SHARD_COUNT, feeder_id
+from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, feeder_id, legacy_feeder_id
 from ._compat import ParentKey, discriminator_of, key_attributes, normalize_key, serialize_key
 from ._costs import read_units
 from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
@@ -130,6 +130,26 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
     return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated,
                        tuple(sorted(unverifiable, key=lambda u: repr(u.key))), tuple(sorted(missing, key=repr)))
+
+
+def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
+    """The feeder ids an audit of ``counter`` recognises, each with the loaded relation it names: every loaded
+    relation's :func:`~pynamodb_counters._base.feeder_id`, and its legacy ``module:Class.relation`` id (recorded by
+    earlier releases).
+
+    :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id
+      (an audit could not tell their parents apart): one of them needs ``feeder=``.
+    """
+    current: Dict[str, Relation] = {}
+    for relation in feeders_of(counter):
+        other = current.setdefault(feeder_id(relation), relation)
+        if other is not relation and not _same_class(other.child_model, relation.child_model):
+            raise ConfigurationError(
+                f"{other} and {relation} both feed {counter!r} under the feeder id {feeder_id(relation)!r}: an "
+                f"audit could not tell which of them fed a parent. Give one of them a stable name of its own, "
+                f"counted_by(..., feeder='...')")
+    legacy = {legacy_feeder_id(relation): relation for relation in feeders_of(counter)}
+    return {**legacy, **current}
 
 
 def check_scannable(model: Any) -> None:
@@ -246,8 +266,8 @@ class _Auditor:
             raise ConfigurationError(f"no counted_by() relation feeds {self.model.__name__}.{self.attribute} among "
                                      f"the models loaded: import the modules that declare its relations (the "
                                      f"command's --import MODULE)")
-        self.loaded = frozenset(feeder_id(relation) for relation in self.feeders)
-        self.entry = f"{counter.attr_name}<"
+        self.loaded = frozenset(loaded_feeders(counter))
+        self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
         for relation in self.feeders:
             if relation.prefix is None and relation.children is None:
                 raise ConfigurationError(f"{relation} cannot be audited: declare counted_by(..., prefix=...) for "
