@@ -1,5 +1,5 @@
 """
-The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair`` and ``reshard``.
+The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair``, ``feeders`` and ``reshard``.
 
 Exit codes: ``0`` success (no drift; every drift repaired), ``1`` drift found or not all repaired, ``2`` anything
 else: a usage or configuration error, parents that cannot be verified (fed by relations whose modules were not
@@ -26,6 +26,7 @@ from ._reports import AuditReport, RepairReport, json_key
 from ._spec import counters_of, feeders_of
 from .attributes import CounterField
 from .exceptions import ConfigurationError, CounterError
+from .feeders import migrate_feeders
 from .reconcile import audit, repair
 from .relations import Relation
 from .resharding import reshard
@@ -95,6 +96,24 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--apply", action="store_true", help="write the repairs (default: dry run)")
             command.add_argument("--max-attempts", type=_at_least_one, default=5,
                                  help="recounts per parent while live writes move it (default 5)")
+    text = ("list the feeder records of a counter's parents; rewrite legacy ones (--migrate) or forget those of "
+            "relations removed from the code (--forget); a dry run unless --apply")
+    command = commands.add_parser("feeders", help=text, description=text)
+    command.add_argument("target", metavar="MODULE:Model.attribute", help="the counter (myapp.models:Post.like_tally)")
+    command.add_argument("--parent", action="append", metavar="KEY", dest="parents",
+                         help='a parent key: a hash key, or a JSON list ["POST#a91f", "META"] (repeatable)')
+    command.add_argument("--key-prefix", help="only parents whose hash key starts with this")
+    command.add_argument("--limit", type=int, help="at most N parents of a Scan")
+    command.add_argument("--migrate", action="store_true",
+                         help="rewrite legacy feeder ids (module:Class.relation) of loaded relations to current ids")
+    command.add_argument("--forget", action="append", metavar="FEEDER", default=[],
+                         help="remove this feeder id, of a relation removed from the code (repeatable)")
+    command.add_argument("--apply", action="store_true", help="write the changes (default: dry run)")
+    command.add_argument("--endpoint-url", help="the DynamoDB endpoint (default: the models' Meta.host)")
+    command.add_argument("--region", help="the AWS region (default: the models' Meta.region)")
+    command.add_argument("--json", action="store_true", help="print one JSON object")
+    _models(command)
+    _common(command)
     text = "give a counter SHARDS shards on every parent (or on --parent keys), keeping every count"
     command = commands.add_parser("reshard", help=text, description=text)
     command.add_argument("target", metavar="MODULE:Model.attribute", help="the counter (myapp.models:Post.like_tally)")
@@ -126,6 +145,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             _import(module)
         if args.command == "reshard":
             return _reshard(args)
+        if args.command == "feeders":
+            return _feeders(args)
         return _reconcile(args)
     except Exception as error:  # every failure is exit 2 and one line; the traceback on request
         if args.debug:
@@ -200,6 +221,29 @@ def _reshard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _feeders(args: argparse.Namespace) -> int:
+    counter, parents = _prepare(args)
+    report = migrate_feeders(counter, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
+                             migrate=args.migrate, forget=args.forget, dry_run=not args.apply)
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{report.model.__name__}.{report.attribute}: {_count(report.parents_checked, 'parent')} checked")
+    for entry in report.entries:
+        named = f" ({entry.relation})" if entry.relation else ""
+        print(f"  {entry.status:<8} {entry.feeder}{named}: {_count(entry.parents, 'parent')}")
+    for change in report.changes:
+        shard = f" shard {change.shard}" if change.shard else ""
+        edits = [f"+ {entry}" for entry in change.added] + [f"- {entry}" for entry in change.removed]
+        print(f"{change.model.__name__} {_key_text(change.model, change.key)}{shard}: {change.status} "
+              f"{', '.join(edits)}")
+    done = "rewritten" if report.applied else "to rewrite"
+    note = "" if report.applied or not report.changes else "; dry run, nothing written (use --apply)"
+    print(f"{_count(len(report.changes), 'item')} {done}{note}")
+    return 0
+
+
 def _prepare(args: argparse.Namespace) -> Tuple[CounterField, Optional[List[Any]]]:
     """The counter the command names, pointed at ``--endpoint-url`` / ``--region``, and its ``--parent`` keys."""
     target = resolve(args.target)
@@ -247,7 +291,8 @@ def _unverified(report: AuditReport) -> int:
         return 0
     unloaded = sorted({name for u in report.unverifiable for name in u.unloaded})
     print(f"{PROG}: {_count(len(report.unverifiable), 'parent')} unverifiable: fed by {', '.join(unloaded)}, "
-          f"not loaded; load the modules declaring them with --import MODULE", file=sys.stderr)
+          f"not loaded; load the modules declaring them with --import MODULE (entries of relations removed from "
+          f"the code: pynamodb-counters feeders --forget)", file=sys.stderr)
     return 2
 
 

@@ -160,8 +160,8 @@ class Relation:
     @property
     def feed(self) -> str:
         """The entry a counted write through this relation records in the parent's feeder set
-        (``like_tally<prefix=LIKE#``): built by :func:`~pynamodb_counters._base.feed_entry` once the class is built,
-        and again if a model's table name changes."""
+        (``like_tally<prefix=LIKE#``, see :doc:`reconciliation`): built once the class is built, and again if a
+        model's table name changes."""
         tables = (self.parent_model.Meta.table_name, self.child_model.Meta.table_name)
         held = self._feed
         if held is None or held[0] != tables:

@@ -8,6 +8,7 @@ declared in ``__main__`` are the same source run with another ``__name__``.
 """
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any, Dict, Tuple
@@ -199,3 +200,145 @@ def test_a_feeder_name_that_is_not_a_short_stable_string_is_refused_at_declarati
 
     with pytest.raises(ConfigurationError, match="feeder=.*short stable name"):
         counted_by(Post.like_tally, key=lambda c: (c.pk, "META"), feeder=feeder)
+
+
+# -- migrating and forgetting recorded feeders ------------------------------------------------------------------
+GONE = "gone.models:Reaction.post"
+
+
+def seed_records() -> None:
+    """Three posts: P1 written by an earlier release (a legacy entry) and since by this one, P2 also fed by a
+    relation removed from the code, P3 current only. Each post's counter is exact."""
+    for pk in ("P1", "P2", "P3"):
+        post(pk)
+        Like(pk=pk, sk="LIKE#USER#1", liked_at=1).save()
+    add_entries("Social", social("P1"), "like_tally<tests.models:Like.post", "bookmarkCount<tests.models:Bookmark.post")
+    add_entries("Social", social("P2"), f"like_tally<{GONE}")
+
+
+def test_migrate_feeders_lists_what_is_recorded_and_a_dry_run_writes_nothing() -> None:
+    from pynamodb_counters import migrate_feeders
+
+    seed_records()
+    before = snapshot()
+    report = migrate_feeders(Post.like_tally, migrate=True, forget=[GONE])
+    assert snapshot() == before and not report.applied and report.parents_checked == 3
+    assert [(e.feeder, e.status, e.relation, e.parents) for e in report.entries] == [
+        ("prefix=LIKE#", "current", "Like.post", 3), ("tests.models:Like.post", "legacy", "Like.post", 1),
+        (GONE, "unknown", None, 1)]
+    assert [(c.key, c.shard, c.added, c.removed, c.status) for c in report.changes] == [
+        (("P1", "META"), 0, (), ("like_tally<tests.models:Like.post",), "planned"),  # its current id is there
+        (("P2", "META"), 0, (), (f"like_tally<{GONE}",), "planned")]
+    assert [u.key for u in audit(Post.like_tally).unverifiable] == [("P2", "META")]
+
+
+def test_migrate_feeders_applied_rewrites_legacy_ids_forgets_the_named_ones_and_leaves_other_counters() -> None:
+    from pynamodb_counters import migrate_feeders
+
+    seed_records()
+    with skip_counting():
+        Like(pk="P1", sk="LIKE#USER#9", liked_at=1).save()  # drift, for the audit after
+    raw_client(None).update_item(TableName="Social", Key=social("P1"), UpdateExpression="DELETE #f :e",
+                                 ExpressionAttributeNames={"#f": "_cfeed"},
+                                 ExpressionAttributeValues={":e": {"SS": ["like_tally<prefix=LIKE#"]}})
+    report = migrate_feeders(Post.like_tally, migrate=True, forget=[f"like_tally<{GONE}"], dry_run=False)
+    assert report.applied and [(c.key, c.added, c.removed, c.status) for c in report.changes] == [
+        (("P1", "META"), ("like_tally<prefix=LIKE#",), ("like_tally<tests.models:Like.post",), "changed"),
+        (("P2", "META"), (), (f"like_tally<{GONE}",), "changed")]
+    assert feeds("Social", social("P1")) == {"like_tally<prefix=LIKE#", "bookmarkCount<tests.models:Bookmark.post"}
+    assert feeds("Social", social("P2")) == feeds("Social", social("P3")) == {"like_tally<prefix=LIKE#"}
+    audited = audit(Post.like_tally)
+    assert audited.unverifiable == () and [(d.key, d.actual) for d in audited.drifts] == [(("P1", "META"), 2)]
+    again = migrate_feeders(Post.like_tally, migrate=True, forget=[GONE], dry_run=False)
+    assert again.changes == () and [e.status for e in again.entries] == ["current"]
+
+
+def test_a_counted_write_between_the_add_and_the_delete_of_a_migration_is_kept_and_the_parent_stays_verifiable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pynamodb_counters import migrate_feeders
+
+    post("P1")
+    with skip_counting():
+        Like(pk="P1", sk="LIKE#USER#1", liked_at=1).save()
+    raw_client(None).update_item(TableName="Social", Key=social("P1"), UpdateExpression="SET like_tally = :one",
+                                 ExpressionAttributeValues={":one": {"N": "1"}})
+    add_entries("Social", social("P1"), "like_tally<tests.models:Like.post")  # an earlier release's only record
+    connection = Post._get_connection()
+    update_item = connection.update_item
+    seen: list = []
+
+    def between(*args: Any, **kwargs: Any) -> Any:
+        done = update_item(*args, **kwargs)
+        if not seen:  # after the first request of the rewrite, before the second
+            seen.append(feeds("Social", social("P1")))
+            Like(pk="P1", sk="LIKE#USER#2", liked_at=1).save()  # a like landing mid-migration
+        return done
+
+    monkeypatch.setattr(connection, "update_item", between)
+    [change] = migrate_feeders(Post.like_tally, migrate=True, dry_run=False).changes
+    assert change.status == "changed"
+    assert seen == [{"like_tally<prefix=LIKE#", "like_tally<tests.models:Like.post"}]  # never without a record
+    assert feeds("Social", social("P1")) == {"like_tally<prefix=LIKE#"}
+    report = audit(Post.like_tally)
+    assert report.unverifiable == () and report.drifts == () and Post.get("P1", "META").like_tally == 2
+
+
+def test_forgetting_a_loaded_relations_id_is_refused_and_writes_nothing() -> None:
+    from pynamodb_counters import migrate_feeders
+    from pynamodb_counters.exceptions import InvalidArgumentError
+
+    seed_records()
+    before = snapshot()
+    with pytest.raises(InvalidArgumentError, match=r"'prefix=LIKE#'.*Like.post, which is loaded.*Nothing was written"):
+        migrate_feeders(Post.like_tally, forget=["prefix=LIKE#"], dry_run=False)
+    with pytest.raises(InvalidArgumentError, match=r"legacy id of Like.post.*migrate=True"):
+        migrate_feeders(Post.like_tally, forget=["like_tally<tests.models:Like.post"], dry_run=False)
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        migrate_feeders(Post.like_tally, limit=-1)
+    assert snapshot() == before
+
+
+def test_migrate_feeders_rewrites_the_records_on_a_sharded_counters_shard_items() -> None:
+    from pynamodb_counters import migrate_feeders
+
+    Video(pk="VIDEO#v1", sk="META").save()
+    for n in range(6):
+        View(pk="VIDEO#v1", sk=f"VIEW#USER#{n}").save()
+    shards = [item for item in raw_client(None).scan(TableName="Videos", ConsistentRead=True)["Items"]
+              if "_cfeed" in item]
+    for item in shards:
+        key = {"pk": item["pk"], "sk": item["sk"]}
+        raw_client(None).update_item(TableName="Videos", Key=key, UpdateExpression="DELETE #f :e",
+                                     ExpressionAttributeNames={"#f": "_cfeed"},
+                                     ExpressionAttributeValues={":e": {"SS": ["view_count<prefix=VIEW#"]}})
+        add_entries("Videos", key, "view_count<tests.models:View.video")
+    report = migrate_feeders(Video.view_count, parents=[("VIDEO#v1", "META")], migrate=True, dry_run=False)
+    assert len(report.changes) == len(shards) > 1 and {c.status for c in report.changes} == {"changed"}
+    assert all(feeds("Videos", {"pk": i["pk"], "sk": i["sk"]}) == {"view_count<prefix=VIEW#"} for i in shards)
+    assert audit(Video.view_count).drifts == () and audit(Video.view_count).unverifiable == ()
+
+
+def test_the_feeders_command_lists_then_applies_and_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    seed_records()
+    before = snapshot()
+    code, out, err = run(capsys, "feeders", "tests.models:Post.like_tally", "--migrate", "--forget", GONE)
+    assert code == 0 and err == "" and snapshot() == before
+    assert out.splitlines() == [
+        "Post.like_tally: 3 parents checked",
+        "  current  prefix=LIKE# (Like.post): 3 parents",
+        "  legacy   tests.models:Like.post (Like.post): 1 parent",
+        f"  unknown  {GONE}: 1 parent",
+        'Post ["P1", "META"]: planned - like_tally<tests.models:Like.post',
+        f'Post ["P2", "META"]: planned - like_tally<{GONE}',
+        "2 items to rewrite; dry run, nothing written (use --apply)"]
+    code, out, err = run(capsys, "feeders", "tests.models:Post.like_tally", "--migrate", "--forget", GONE, "--apply",
+                         "--json")
+    report = json.loads(out)
+    assert code == 0 and report["applied"] is True and [c["status"] for c in report["changes"]] == ["changed"] * 2
+    assert report["changes"][1] == {"model": "Post", "key": ["P2", "META"], "shard": 0, "added": [],
+                                    "removed": [f"like_tally<{GONE}"], "status": "changed"}
+    code, out, _ = run(capsys, "feeders", "tests.models:Like.post", "--parent", '["P2", "META"]')
+    assert code == 0 and out.splitlines()[1:] == ["  current  prefix=LIKE# (Like.post): 1 parent",
+                                                  "0 items to rewrite"]
+    code, out, err = run(capsys, "feeders", "tests.models:Post.like_tally", "--forget", "prefix=LIKE#", "--apply")
+    assert code == 2 and out == "" and "which is loaded" in err and len(err.strip().splitlines()) == 1

@@ -164,7 +164,8 @@ def test_case1_repair_refuses_a_counter_fed_by_a_relation_that_is_not_loaded(
          "reason": "unverifiable: fed by prefix=REACTION#, which is not loaded"} for pk in ("P1",)]
     assert err.strip().splitlines() == [
         "pynamodb-counters: 1 parent unverifiable: fed by prefix=REACTION#, not loaded; load the modules "
-        "declaring them with --import MODULE"]
+        "declaring them with --import MODULE (entries of relations removed from the code: pynamodb-counters "
+        "feeders --forget)"]
     code, out, err = run(capsys, "audit", "app.posts:Post.like_tally", "--import", "app.reactions")
     assert code == 0 and "2 parents checked, 0 drifted" in out and err == ""
 
