@@ -23,7 +23,7 @@ from pynamodb.constants import BINARY, NUMBER
 from . import __version__
 from ._compat import key_attributes
 from ._reports import AuditReport, RepairReport, json_key
-from ._spec import counters_of, feeders_of
+from ._spec import counters_of, feeders_of, relations_of
 from .attributes import CounterField
 from .exceptions import ConfigurationError, CounterError
 from .feeders import migrate_feeders
@@ -37,11 +37,21 @@ Target = Union[CounterField, Relation]
 PROG = "pynamodb-counters"
 
 
+class _UsageExit(SystemExit):
+    """A usage error, already printed on stderr; its message, for ``--json``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error on one line: ``pynamodb-counters: error: ... (see ... --help)``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+        text = f"{message} (see {self.prog} --help)"
+        sys.stderr.write(f"{PROG}: error: {text}\n")
+        raise _UsageExit(text)
 
 
 def _at_least_one(raw: str) -> int:
@@ -134,6 +144,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error (already printed on one line)
+        if isinstance(done, _UsageExit) and "--json" in (sys.argv[1:] if argv is None else argv):
+            _json_error(done.message, "UsageError")
         return done.code if isinstance(done.code, int) else 2
     _import_from_here()
     try:
@@ -151,8 +163,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as error:  # every failure is exit 2 and one line; the traceback on request
         if args.debug:
             raise
+        if getattr(args, "json", False) and not getattr(args, "reported", False):
+            _json_error(describe(error, hint=False), type(error).__name__)
         print(f"{PROG}: {describe(error)}", file=sys.stderr)
         return 2
+
+
+def _json_error(message: str, kind: str) -> None:
+    """With ``--json``, an error is one JSON object on stdout too: ``{"error": message, "type": kind}``."""
+    json.dump({"error": message, "type": kind}, sys.stdout)
+    sys.stdout.write("\n")
 
 
 def _import_from_here() -> None:
@@ -196,6 +216,8 @@ def resolve(spec: str) -> Target:
         raise ConfigurationError(f"{module_name} has no model {model_name!r}")
     if not attribute:
         counters = list(counters_of(model))
+        if not counters and relations_of(model):
+            raise ConfigurationError(_fed_by(model))
         if len(counters) != 1:
             found = ", ".join(counters) or "none"
             raise ConfigurationError(f"{model_name} has {len(counters)} counters ({found}); name one: "
@@ -203,9 +225,18 @@ def resolve(spec: str) -> Target:
         attribute = counters[0]
     target = getattr(model, attribute, None)
     if not isinstance(target, (CounterField, Relation)):
-        raise ConfigurationError(f"{model_name}.{attribute} is not a CounterField or a counted_by relation; "
-                                 f"counters of {model_name}: {', '.join(counters_of(model)) or 'none'}")
+        known = _fed_by(model) if not counters_of(model) and relations_of(model) else \
+            f"counters of {model_name}: {', '.join(counters_of(model)) or 'none'}"
+        raise ConfigurationError(f"{model_name}.{attribute} is not a CounterField or a counted_by relation; {known}")
     return target
+
+
+def _fed_by(model: Any) -> str:
+    """What to name instead of a child model without counters: the counters its relations feed."""
+    feeds = ", ".join(f"{r.parent_model.__module__}:{r.parent_model.__name__}.{r.attribute} "
+                      f"(via {model.__name__}.{r.name})" for r in relations_of(model))
+    return f"{model.__name__} is a child model with no counters of its own; name the counter its relations feed: " \
+           f"{feeds}"
 
 
 def _reshard(args: argparse.Namespace) -> int:
@@ -272,7 +303,8 @@ def _reconcile(args: argparse.Namespace) -> int:
     except Exception as error:
         if args.debug:
             raise
-        _print_repair(report, RepairReport(tuple(done)), args, error=describe(error, hint=False))
+        _print_repair(report, RepairReport(tuple(done)), args, error=error)
+        args.reported = True  # the JSON record above carries the error
         raise
     repairs = RepairReport(tuple(done))
     _print_repair(report, repairs, args)
@@ -390,12 +422,12 @@ def _print_unverifiable(report: AuditReport, out: TextIO) -> None:
 
 
 def _print_repair(report: AuditReport, repairs: RepairReport, args: argparse.Namespace,
-                  error: Optional[str] = None) -> None:
+                  error: Optional[BaseException] = None) -> None:
     out = sys.stdout
     if args.json:
         record: Dict[str, Any] = dict(report.as_dict(), applied=args.apply, **repairs.as_dict())
         if error is not None:
-            record["error"] = error
+            record.update(error=describe(error, hint=False), type=type(error).__name__)
         json.dump(record, out)
         out.write("\n")
     elif args.csv:

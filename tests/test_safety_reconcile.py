@@ -384,7 +384,8 @@ def test_case10_an_unexpected_error_exits_2_with_one_line_and_no_traceback(
     assert err.strip().splitlines() == ["pynamodb-counters: RuntimeError: the children function broke "
                                         "(run with --debug for the traceback)"]
     code, out, err = run(capsys, "audit", "app.keyed:Dated.broken", "--json")
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert json.loads(out) == {"error": "RuntimeError: the children function broke", "type": "RuntimeError"}
     with pytest.raises(RuntimeError, match="the children function broke"):
         main(["audit", "app.keyed:Dated.broken", "--debug"])
 
