@@ -166,7 +166,7 @@ def test_relations_of_one_counter_that_would_share_a_feeder_id_are_refused_and_f
     def box_fed_by(*feeders: Any) -> Tuple[Any, list]:
         class Box(CounterMixin, Model):
             class Meta:
-                table_name = "Users"
+                table_name = "Boxes"  # a table of its own: the suite's Scans of Users stay unshared
                 region = "us-east-1"
             user_id = UnicodeAttribute(hash_key=True)
             items = CounterField()
@@ -175,7 +175,7 @@ def test_relations_of_one_counter_that_would_share_a_feeder_id_are_refused_and_f
         for n, feeder in enumerate(feeders):
             class Item(CounterMixin, Model):  # one class name in two modules of an app, say
                 class Meta:
-                    table_name = "Users"
+                    table_name = "Boxes"
                     region = "us-east-1"
                 user_id = UnicodeAttribute(hash_key=True)
                 box_id = UnicodeAttribute()
@@ -185,6 +185,7 @@ def test_relations_of_one_counter_that_would_share_a_feeder_id_are_refused_and_f
         return Box, items
 
     box, _ = box_fed_by(None, None)
+    box.create_table(billing_mode="PAY_PER_REQUEST")
     before = snapshot()
     with pytest.raises(ConfigurationError, match=r"both feed .*Box.items.*feeder id 'relation=Item.box'.*feeder="):
         audit(box.items, parents=["B1"])

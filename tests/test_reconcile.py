@@ -293,7 +293,7 @@ def test_an_audit_of_a_relation_declared_on_the_root_of_a_polymorphic_model_coun
 
     class Board2(CounterMixin, Model):
         class Meta:
-            table_name = "Users"
+            table_name = "Pinboards"  # a table of its own: the suite's Scans of Users stay unshared
             region = "us-east-1"
         user_id = UnicodeAttribute(hash_key=True)
         pins = CounterField()
@@ -313,6 +313,7 @@ def test_an_audit_of_a_relation_declared_on_the_root_of_a_polymorphic_model_coun
     class VideoPin(Pin, discriminator="video"):
         pass
 
+    Board2.create_table(billing_mode="PAY_PER_REQUEST")
     Board2(user_id="B1").save()
     PhotoPin(pk="B1", sk="PIN#1").save()
     VideoPin(pk="B1", sk="PIN#2").save()
@@ -329,7 +330,7 @@ def test_a_parent_past_its_ttl_that_is_not_a_rollup_is_audited_and_repaired_like
 
     class Session(CounterMixin, Model):
         class Meta:
-            table_name = "Users"
+            table_name = "Sessions"
             region = "us-east-1"
         user_id = UnicodeAttribute(hash_key=True)
         events = CounterField()
@@ -347,6 +348,7 @@ def test_a_parent_past_its_ttl_that_is_not_a_rollup_is_audited_and_repaired_like
         sk = UnicodeAttribute(range_key=True)  # "EVENT#1"
         session = counted_by(Session.events, key=lambda e: e.pk, prefix="EVENT#")
 
+    Session.create_table(billing_mode="PAY_PER_REQUEST")
     Session(user_id="SESSION#1", expires=datetime.now(timezone.utc) - timedelta(minutes=1)).save()  # not deleted yet
     Event(pk="SESSION#1", sk="EVENT#1").save()  # counted writes still land on it
     with skip_counting():
