@@ -68,8 +68,9 @@ class Like(CounterMixin, Model):
     post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
 
 
-LIKE_FEED = f"like_tally<{__name__}:Like.post"
-"""What a counted save of a :class:`Like` adds to its post's ``_cfeed``: ``counter<module:Child.relation``."""
+LIKE_FEED = Like.post.feed
+"""What a counted save of a :class:`Like` adds to its post's ``_cfeed``: ``counter<feeder id``
+(``like_tally<prefix=LIKE#``)."""
 
 
 class Bookmark(CounterMixin, Model):

@@ -12,13 +12,14 @@ from . import exceptions, signals
 from ._base import MAX_SHARDS
 from ._context import skip_counting
 from ._costs import item_bytes, read_units, write_units
-from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
+from ._reports import AuditReport, Drift, FeederChange, FeederEntry, FeederReport, Repair, RepairReport, Unverifiable
 from ._results import CounterChange, WriteResult
 from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._set_counter import set_counter
 from ._shards import not_a_shard
 from .attributes import CounterField
 from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
+from .feeders import migrate_feeders
 from .models import CounterMixin
 from .reconcile import audit, repair
 from .relations import Relation, counted_by
@@ -37,6 +38,9 @@ __all__ = [
     "CounterMixin",
     "DEFAULT_RETRY_POLICY",
     "Drift",
+    "FeederChange",
+    "FeederEntry",
+    "FeederReport",
     "MAX_ACTIONS",
     "MAX_SHARDS",
     "Relation",
@@ -52,6 +56,7 @@ __all__ = [
     "counted_by",
     "exceptions",
     "item_bytes",
+    "migrate_feeders",
     "not_a_shard",
     "read_units",
     "repair",

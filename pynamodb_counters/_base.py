@@ -13,11 +13,12 @@ from typing import Any, Iterator, List, Type
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
 
+from ._compat import discriminator_of
 from .exceptions import ConfigurationError
 
-__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT", "SPEC_HELD",
-           "WRITE_ID", "CountedBase", "counted_classes", "declared", "feed_entry", "feeder_id", "forget_specs",
-           "note_declared", "require_mixin", "same_class"]
+__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT",
+           "SPEC_HELD", "WRITE_ID", "CountedBase", "counted_classes", "declared", "feed_entry", "feeder_id",
+           "forget_specs", "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -42,9 +43,12 @@ and the repair, not even a like and an unlike that leave the counter where it wa
 
 FED_BY: Attribute[Any] = UnicodeSetAttribute(attr_name="_cfeed")
 """The relations that have fed each counter of a parent item (or shard item): every counted write adds, in the
-same Update, one entry per counter it changes and per relation feeding that counter in the writing process,
-``"<counter attribute name><<module>:<child model>.<relation>"`` (``like_tally<app.reactions:Reaction.post``).
-An audit that cannot see one of them reports the parent as unverifiable instead of counting too few children."""
+same Update, one entry per counter it changes and relation feeding it, ``"<counter attribute name><<feeder id>"``
+(``like_tally<prefix=LIKE#``, see :func:`feeder_id`). An audit that cannot see one of them reports the parent as
+unverifiable instead of counting too few children."""
+
+FEED_SEPARATOR = "<"
+"""Between the counter's attribute name and the feeder id in a :data:`FED_BY` entry."""
 
 SHARD: Attribute[float] = NumberAttribute(attr_name="_cshard")
 """Marks a shard item and holds its index (``1`` and up). Scans of a parent model's table skip these items with
@@ -110,14 +114,43 @@ def same_class(one: type, other: type) -> bool:
 
 
 def feeder_id(relation: Any) -> str:
-    """A :class:`~pynamodb_counters.Relation`'s name, the same in every process: ``module:ChildModel.relation``."""
+    """A :class:`~pynamodb_counters.Relation`'s name in the feeder record: the same in every process and through
+    refactors (a module renamed, models declared in a factory or in ``__main__``), and distinct for relations
+    feeding one counter unless they count the same items.
+
+    * ``name=<feeder>`` for ``counted_by(..., feeder="...")``: the caller's stable name;
+    * else what the audit counts: ``prefix=<prefix>`` for ``counted_by(..., prefix=...)``, preceded by
+      ``discriminator=<value>;`` when the declaring class has one (siblings of a polymorphic model may share a
+      prefix), or ``relation=<ChildClass>.<relation>`` (the class's ``__name__``, never its module);
+    * either preceded by ``table=<child table>;`` when the child's table is not the parent's own (so a table
+      holding parents and children keeps its records when it is restored or renamed).
+
+    Read once the child class is built (its discriminator is registered after its body runs).
+    """
+    if relation.feeder is not None:
+        return f"name={relation.feeder}"
+    child, parent = relation.child_model, relation.parent_model
+    parts = [] if child.Meta.table_name == parent.Meta.table_name else [f"table={child.Meta.table_name}"]
+    if relation.prefix is None:
+        return ";".join(parts + [f"relation={child.__name__}.{relation.name}"])
+    attribute = discriminator_of(child)
+    value = attribute.get_discriminator(child) if attribute is not None else None
+    if value is not None:
+        parts.append(f"discriminator={value}")
+    return ";".join(parts + [f"prefix={relation.prefix}"])
+
+
+def legacy_feeder_id(relation: Any) -> str:
+    """The feeder id the library recorded before :func:`feeder_id` (``module:ChildModel.relation``): an audit
+    still recognises it as ``relation``'s, and :func:`~pynamodb_counters.migrate_feeders` rewrites it."""
     child = relation.child_model
     return f"{child.__module__}:{child.__qualname__}.{relation.name}"
 
 
 def feed_entry(relation: Any) -> str:
-    """The entry a counted write adds to :data:`FED_BY` for ``relation``: ``counterAttr<module:Child.relation``."""
-    return f"{relation.counter.attr_name}<{feeder_id(relation)}"
+    """The entry a counted write adds to :data:`FED_BY` for ``relation``: ``<counter attr><<feeder id>``
+    (``like_tally<prefix=LIKE#``)."""
+    return f"{relation.counter.attr_name}{FEED_SEPARATOR}{feeder_id(relation)}"
 
 
 def require_mixin(owner: type, what: str) -> None:

@@ -14,7 +14,8 @@ from pynamodb.models import Model
 from ._compat import ParentKey, key_attributes
 from ._items import Stored
 
-__all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "Unverifiable", "json_key", "json_stored"]
+__all__ = ["AuditReport", "Drift", "FeederChange", "FeederEntry", "FeederReport", "Repair", "RepairReport",
+           "Unverifiable", "json_key", "json_stored"]
 
 
 def json_key(model: Type[Model], key: ParentKey) -> List[Any]:
@@ -73,8 +74,10 @@ class Unverifiable:
     """A parent whose counter was fed by relations this process has not loaded: its children cannot all be
     counted, so it is neither reported as drift nor repaired.
 
-    :ivar unloaded: the relations the parent records as feeders that are not loaded, as
-      ``module:ChildModel.relation``; import their modules (the command's ``--import``).
+    :ivar unloaded: the feeder ids the parent records that name no loaded relation (``prefix=REACTION#``, or
+      ``app.reactions:Reaction.post`` as earlier releases recorded them); import the modules declaring them (the
+      command's ``--import``), or forget the entries of relations removed from the code
+      (:func:`~pynamodb_counters.migrate_feeders`).
     """
 
     model: Type[Model]
@@ -85,7 +88,7 @@ class Unverifiable:
 
     @property
     def reason(self) -> str:
-        """``unverifiable: fed by app.reactions:Reaction.post, which is not loaded``."""
+        """``unverifiable: fed by prefix=REACTION#, which is not loaded``."""
         which = "which are" if len(self.unloaded) > 1 else "which is"
         return f"unverifiable: fed by {', '.join(self.unloaded)}, {which} not loaded"
 
@@ -169,3 +172,71 @@ class RepairReport:
 
     def as_dict(self) -> Dict[str, Any]:
         return {"complete": self.complete, "repairs": [r.as_dict() for r in self.repairs]}
+
+
+@dataclass(frozen=True)
+class FeederEntry:
+    """One feeder id recorded on a counter's parents, and what this process knows of it.
+
+    :ivar feeder: the id as recorded (``prefix=LIKE#``).
+    :ivar status: ``"current"`` (a loaded relation's id), ``"legacy"`` (a loaded relation's id as earlier
+      releases recorded it, ``module:Class.relation``) or ``"unknown"`` (no loaded relation: an audit reports
+      its parents unverifiable).
+    :ivar relation: the loaded relation it names (``Like.post``), ``None`` when unknown.
+    :ivar parents: how many parents record it.
+    """
+
+    feeder: str
+    status: str
+    relation: Optional[str]
+    parents: int
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready record: feeder, status, relation, parents."""
+        return {"feeder": self.feeder, "status": self.status, "relation": self.relation, "parents": self.parents}
+
+
+@dataclass(frozen=True)
+class FeederChange:
+    """What a migration of feeder records does to one item: the parent item (shard ``0``) or one of its shards.
+
+    :ivar added: the feeder ids added (the current ids of migrated legacy ones), first.
+    :ivar removed: the feeder ids removed (legacy ones migrated, forgotten ones), after.
+    :ivar status: ``"planned"`` (a dry run), ``"changed"``, or ``"gone"`` (the item was deleted meanwhile).
+    """
+
+    model: Type[Model]
+    key: ParentKey
+    shard: int
+    added: Tuple[str, ...]
+    removed: Tuple[str, ...]
+    status: str
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready record: model, key (the parent's), shard, added, removed, status."""
+        return {"model": self.model.__name__, "key": json_key(self.model, self.key), "shard": self.shard,
+                "added": list(self.added), "removed": list(self.removed), "status": self.status}
+
+
+@dataclass(frozen=True)
+class FeederReport:
+    """What :func:`~pynamodb_counters.migrate_feeders` found and did.
+
+    :ivar parents_checked: how many parents were read.
+    :ivar entries: every feeder id recorded for the counter, with how many parents record it.
+    :ivar changes: one :class:`FeederChange` per item rewritten (or to rewrite, in a dry run).
+    :ivar applied: whether the changes were written (``False``: a dry run).
+    """
+
+    model: Type[Model]
+    attribute: str
+    parents_checked: int
+    entries: Tuple[FeederEntry, ...]
+    changes: Tuple[FeederChange, ...]
+    applied: bool
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready summary with every entry and change."""
+        return {"model": self.model.__name__, "attribute": self.attribute, "parents_checked": self.parents_checked,
+                "applied": self.applied, "entries": [e.as_dict() for e in self.entries],
+                "changes": [c.as_dict() for c in self.changes]}

@@ -1,5 +1,5 @@
 """
-The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair`` and ``reshard``.
+The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair``, ``feeders`` and ``reshard``.
 
 Exit codes: ``0`` success (no drift; every drift repaired), ``1`` drift found or not all repaired, ``2`` anything
 else: a usage or configuration error, parents that cannot be verified (fed by relations whose modules were not
@@ -23,9 +23,10 @@ from pynamodb.constants import BINARY, NUMBER
 from . import __version__
 from ._compat import key_attributes
 from ._reports import AuditReport, RepairReport, json_key
-from ._spec import counters_of, feeders_of
+from ._spec import counters_of, feeders_of, relations_of
 from .attributes import CounterField
 from .exceptions import ConfigurationError, CounterError
+from .feeders import migrate_feeders
 from .reconcile import audit, repair
 from .relations import Relation
 from .resharding import reshard
@@ -36,11 +37,21 @@ Target = Union[CounterField, Relation]
 PROG = "pynamodb-counters"
 
 
+class _UsageExit(SystemExit):
+    """A usage error, already printed on stderr; its message, for ``--json``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error on one line: ``pynamodb-counters: error: ... (see ... --help)``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+        text = f"{message} (see {self.prog} --help)"
+        sys.stderr.write(f"{PROG}: error: {text}\n")
+        raise _UsageExit(text)
 
 
 def _at_least_one(raw: str) -> int:
@@ -95,6 +106,24 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--apply", action="store_true", help="write the repairs (default: dry run)")
             command.add_argument("--max-attempts", type=_at_least_one, default=5,
                                  help="recounts per parent while live writes move it (default 5)")
+    text = ("list the feeder records of a counter's parents; rewrite legacy ones (--migrate) or forget those of "
+            "relations removed from the code (--forget); a dry run unless --apply")
+    command = commands.add_parser("feeders", help=text, description=text)
+    command.add_argument("target", metavar="MODULE:Model.attribute", help="the counter (myapp.models:Post.like_tally)")
+    command.add_argument("--parent", action="append", metavar="KEY", dest="parents",
+                         help='a parent key: a hash key, or a JSON list ["POST#a91f", "META"] (repeatable)')
+    command.add_argument("--key-prefix", help="only parents whose hash key starts with this")
+    command.add_argument("--limit", type=int, help="at most N parents of a Scan")
+    command.add_argument("--migrate", action="store_true",
+                         help="rewrite legacy feeder ids (module:Class.relation) of loaded relations to current ids")
+    command.add_argument("--forget", action="append", metavar="FEEDER", default=[],
+                         help="remove this feeder id, of a relation removed from the code (repeatable)")
+    command.add_argument("--apply", action="store_true", help="write the changes (default: dry run)")
+    command.add_argument("--endpoint-url", help="the DynamoDB endpoint (default: the models' Meta.host)")
+    command.add_argument("--region", help="the AWS region (default: the models' Meta.region)")
+    command.add_argument("--json", action="store_true", help="print one JSON object")
+    _models(command)
+    _common(command)
     text = "give a counter SHARDS shards on every parent (or on --parent keys), keeping every count"
     command = commands.add_parser("reshard", help=text, description=text)
     command.add_argument("target", metavar="MODULE:Model.attribute", help="the counter (myapp.models:Post.like_tally)")
@@ -115,6 +144,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error (already printed on one line)
+        if isinstance(done, _UsageExit) and "--json" in (sys.argv[1:] if argv is None else argv):
+            _json_error(done.message, "UsageError")
         return done.code if isinstance(done.code, int) else 2
     _import_from_here()
     try:
@@ -126,12 +157,22 @@ def main(argv: Optional[List[str]] = None) -> int:
             _import(module)
         if args.command == "reshard":
             return _reshard(args)
+        if args.command == "feeders":
+            return _feeders(args)
         return _reconcile(args)
     except Exception as error:  # every failure is exit 2 and one line; the traceback on request
         if args.debug:
             raise
+        if getattr(args, "json", False) and not getattr(args, "reported", False):
+            _json_error(describe(error, hint=False), type(error).__name__)
         print(f"{PROG}: {describe(error)}", file=sys.stderr)
         return 2
+
+
+def _json_error(message: str, kind: str) -> None:
+    """With ``--json``, an error is one JSON object on stdout too: ``{"error": message, "type": kind}``."""
+    json.dump({"error": message, "type": kind}, sys.stdout)
+    sys.stdout.write("\n")
 
 
 def _import_from_here() -> None:
@@ -175,6 +216,8 @@ def resolve(spec: str) -> Target:
         raise ConfigurationError(f"{module_name} has no model {model_name!r}")
     if not attribute:
         counters = list(counters_of(model))
+        if not counters and relations_of(model):
+            raise ConfigurationError(_fed_by(model))
         if len(counters) != 1:
             found = ", ".join(counters) or "none"
             raise ConfigurationError(f"{model_name} has {len(counters)} counters ({found}); name one: "
@@ -182,9 +225,18 @@ def resolve(spec: str) -> Target:
         attribute = counters[0]
     target = getattr(model, attribute, None)
     if not isinstance(target, (CounterField, Relation)):
-        raise ConfigurationError(f"{model_name}.{attribute} is not a CounterField or a counted_by relation; "
-                                 f"counters of {model_name}: {', '.join(counters_of(model)) or 'none'}")
+        known = _fed_by(model) if not counters_of(model) and relations_of(model) else \
+            f"counters of {model_name}: {', '.join(counters_of(model)) or 'none'}"
+        raise ConfigurationError(f"{model_name}.{attribute} is not a CounterField or a counted_by relation; {known}")
     return target
+
+
+def _fed_by(model: Any) -> str:
+    """What to name instead of a child model without counters: the counters its relations feed."""
+    feeds = ", ".join(f"{r.parent_model.__module__}:{r.parent_model.__name__}.{r.attribute} "
+                      f"(via {model.__name__}.{r.name})" for r in relations_of(model))
+    return f"{model.__name__} is a child model with no counters of its own; name the counter its relations feed: " \
+           f"{feeds}"
 
 
 def _reshard(args: argparse.Namespace) -> int:
@@ -197,6 +249,29 @@ def _reshard(args: argparse.Namespace) -> int:
     else:
         print(f"{counter.model.__name__}.{counter.name}: {_count(rewritten, 'parent')} rewritten for "  # type: ignore
               f"{_count(args.shards, 'shard')}")
+    return 0
+
+
+def _feeders(args: argparse.Namespace) -> int:
+    counter, parents = _prepare(args)
+    report = migrate_feeders(counter, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
+                             migrate=args.migrate, forget=args.forget, dry_run=not args.apply)
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{report.model.__name__}.{report.attribute}: {_count(report.parents_checked, 'parent')} checked")
+    for entry in report.entries:
+        named = f" ({entry.relation})" if entry.relation else ""
+        print(f"  {entry.status:<8} {entry.feeder}{named}: {_count(entry.parents, 'parent')}")
+    for change in report.changes:
+        shard = f" shard {change.shard}" if change.shard else ""
+        edits = [f"+ {entry}" for entry in change.added] + [f"- {entry}" for entry in change.removed]
+        print(f"{change.model.__name__} {_key_text(change.model, change.key)}{shard}: {change.status} "
+              f"{', '.join(edits)}")
+    done = "rewritten" if report.applied else "to rewrite"
+    note = "" if report.applied or not report.changes else "; dry run, nothing written (use --apply)"
+    print(f"{_count(len(report.changes), 'item')} {done}{note}")
     return 0
 
 
@@ -228,7 +303,8 @@ def _reconcile(args: argparse.Namespace) -> int:
     except Exception as error:
         if args.debug:
             raise
-        _print_repair(report, RepairReport(tuple(done)), args, error=describe(error, hint=False))
+        _print_repair(report, RepairReport(tuple(done)), args, error=error)
+        args.reported = True  # the JSON record above carries the error
         raise
     repairs = RepairReport(tuple(done))
     _print_repair(report, repairs, args)
@@ -247,7 +323,8 @@ def _unverified(report: AuditReport) -> int:
         return 0
     unloaded = sorted({name for u in report.unverifiable for name in u.unloaded})
     print(f"{PROG}: {_count(len(report.unverifiable), 'parent')} unverifiable: fed by {', '.join(unloaded)}, "
-          f"not loaded; load the modules declaring them with --import MODULE", file=sys.stderr)
+          f"not loaded; load the modules declaring them with --import MODULE (entries of relations removed from "
+          f"the code: pynamodb-counters feeders --forget)", file=sys.stderr)
     return 2
 
 
@@ -345,12 +422,12 @@ def _print_unverifiable(report: AuditReport, out: TextIO) -> None:
 
 
 def _print_repair(report: AuditReport, repairs: RepairReport, args: argparse.Namespace,
-                  error: Optional[str] = None) -> None:
+                  error: Optional[BaseException] = None) -> None:
     out = sys.stdout
     if args.json:
         record: Dict[str, Any] = dict(report.as_dict(), applied=args.apply, **repairs.as_dict())
         if error is not None:
-            record["error"] = error
+            record.update(error=describe(error, hint=False), type=type(error).__name__)
         json.dump(record, out)
         out.write("\n")
     elif args.csv:

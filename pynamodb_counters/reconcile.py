@@ -30,14 +30,15 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Opt
 from pynamodb.attributes import TTLAttribute
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.condition import Condition
 
-from ._base import FED_BY, SEQUENCE, SHARD_COUNT, feeder_id
-from ._compat import ParentKey, key_attributes, normalize_key, serialize_key
+from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, feeder_id, legacy_feeder_id
+from ._compat import ParentKey, discriminator_of, key_attributes, normalize_key, serialize_key
 from ._costs import read_units
 from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
 from ._reads import read_shards, scan_parents
 from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
-from ._requests import parent_condition, sequence_is
+from ._requests import discriminator_condition, parent_condition, sequence_is
 from ._set_counter import write_total
 from ._spec import all_relations, feeders_of, shard_count
 from .attributes import CounterField
@@ -129,6 +130,26 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     ordered = tuple(sorted(drifts, key=lambda d: repr(d.key)))  # segments finish in any order
     return AuditReport(auditor.model, auditor.attribute, ordered, checked[0], auditor.units, auditor.estimated,
                        tuple(sorted(unverifiable, key=lambda u: repr(u.key))), tuple(sorted(missing, key=repr)))
+
+
+def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
+    """The feeder ids an audit of ``counter`` recognises, each with the loaded relation it names: every loaded
+    relation's :func:`~pynamodb_counters._base.feeder_id`, and its legacy ``module:Class.relation`` id (recorded by
+    earlier releases).
+
+    :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id
+      (an audit could not tell their parents apart): one of them needs ``feeder=``.
+    """
+    current: Dict[str, Relation] = {}
+    for relation in feeders_of(counter):
+        other = current.setdefault(feeder_id(relation), relation)
+        if other is not relation and not _same_class(other.child_model, relation.child_model):
+            raise ConfigurationError(
+                f"{other} and {relation} both feed {counter!r} under the feeder id {feeder_id(relation)!r}: an "
+                f"audit could not tell which of them fed a parent. Give one of them a stable name of its own, "
+                f"counted_by(..., feeder='...')")
+    legacy = {legacy_feeder_id(relation): relation for relation in feeders_of(counter)}
+    return {**legacy, **current}
 
 
 def check_scannable(model: Any) -> None:
@@ -245,14 +266,17 @@ class _Auditor:
             raise ConfigurationError(f"no counted_by() relation feeds {self.model.__name__}.{self.attribute} among "
                                      f"the models loaded: import the modules that declare its relations (the "
                                      f"command's --import MODULE)")
-        self.loaded = frozenset(feeder_id(relation) for relation in self.feeders)
-        self.entry = f"{counter.attr_name}<"
+        self.loaded = frozenset(loaded_feeders(counter))
+        self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
         for relation in self.feeders:
             if relation.prefix is None and relation.children is None:
                 raise ConfigurationError(f"{relation} cannot be audited: declare counted_by(..., prefix=...) for "
                                          f"children in the parent's partition, or children=... to count them")
             if relation.prefix is not None and not relation.child_model._range_keyname:
                 raise ConfigurationError(f"{relation}: prefix= needs a child model with a range key")
+        # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
+        # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
+        self.rollup = any(relation.create_parent for relation in self.feeders)
         self.item_bytes = item_bytes
         self.units = 0.0
         self.estimated = False
@@ -277,7 +301,7 @@ class _Auditor:
         return self._from_items(key, self.read(key))
 
     def _from_items(self, key: ParentKey, items: ShardItems) -> _Observation:
-        if not items[0] or _expired(self.model, items[0]):  # a rollup past its TTL is gone, if not yet deleted
+        if not items[0] or (self.rollup and _expired(self.model, items[0])):  # a rollup past its TTL is gone
             return _Observation(key, False, None, None)
         shards = [item for _, item in counter_shards(self.counter, items)]
         counts = [stored_of(item, self.counter.attr_name) for item in shards]
@@ -344,11 +368,13 @@ class _Auditor:
         assert relation.prefix is not None
         hash_value = child_hash.serialize(key[0])
         connection = child._get_connection()
+        counted = counted_classes(child)
         count, start = 0, None
         while True:  # a conditional or sum counter reads its children; a plain count only counts them
             page = connection.query(hash_value, range_key_condition=range_attribute.startswith(relation.prefix),
-                                    consistent_read=True, select=None if relation.conditional else COUNT,
-                                    exclusive_start_key=start, return_consumed_capacity="TOTAL")
+                                    filter_condition=counted, consistent_read=True,
+                                    select=None if relation.conditional else COUNT, exclusive_start_key=start,
+                                    return_consumed_capacity="TOTAL")
             self._charge(page, self.item_bytes * int(page.get("ScannedCount", 0)))
             if relation.conditional:
                 for item in page.get("Items", []):
@@ -437,9 +463,21 @@ class _Auditor:
         return True
 
 
+def counted_classes(child: Any) -> Optional[Condition]:
+    """What picks out, among the items under a relation's ``prefix=``, those its child model counts: in a
+    polymorphic model, the discriminator of the child class and of its registered subclasses (the relation is
+    inherited), since sibling classes may share the prefix; ``None`` for a model of its own, or for the root of a
+    polymorphic model (it counts every class)."""
+    attribute = discriminator_of(child)
+    if attribute is None or attribute.get_discriminator(child) is None:
+        return None
+    return discriminator_condition(child)
+
+
 def _expired(model: Any, item: Dict[str, Any]) -> bool:
     """Whether ``item`` is past the time its model's ``TTLAttribute`` holds: DynamoDB deletes such items within
-    days, and they are no longer counted into (a rollup bucket that expired is not drift)."""
+    days. Only a rollup bucket (a parent created by its first count) that expired is outside drift: no write
+    counts into it any more."""
     for attribute in model.get_attributes().values():
         if isinstance(attribute, TTLAttribute):
             expires = count_of(item, attribute.attr_name)

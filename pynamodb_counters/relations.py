@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Relation", "counted_by"]
 
 KeyFunction = Callable[[Any], Any]
+MAX_FEEDER = 100
+"""The longest ``feeder=`` name: it is stored on every parent the relation feeds."""
 ChildCounter = Callable[[ParentKey], int]
 
 # Relations made by counted_by() that no class has registered yet: in a class body until its __set_name__, or
@@ -68,13 +70,14 @@ class Relation:
     """
 
     __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
-                 "_amount", "_create_parent", "_parent_defaults", "__weakref__")
+                 "_amount", "_create_parent", "_parent_defaults", "_feeder", "__weakref__")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
                  when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None,
                  create_parent: bool = False,
-                 parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None) -> None:
+                 parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
+                 feeder: Optional[str] = None) -> None:
         if not isinstance(counter, CounterField):
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
@@ -109,7 +112,13 @@ class Relation:
         self._children = children
         self._child_model: Optional[Type[Model]] = None
         self._name: Optional[str] = None
-        self._feed = ""
+        self._feed: Optional[Tuple[Tuple[str, str], str]] = None  # (parent and child tables, entry) once read
+        if feeder is not None and not (isinstance(feeder, str) and feeder.strip() == feeder
+                                       and 0 < len(feeder) <= MAX_FEEDER):
+            raise ConfigurationError(f"counted_by(feeder=...) is a short stable name for the relation in its "
+                                     f"parents' feeder records, such as 'reactions' (1 to {MAX_FEEDER} characters, "
+                                     f"no surrounding spaces), not {feeder!r}")
+        self._feeder = feeder
         if not isinstance(create_parent, bool):
             raise ConfigurationError(f"counted_by(create_parent=...) is True or False, not {create_parent!r}")
         if parent_defaults is not None and not (create_parent and callable(parent_defaults)):
@@ -152,7 +161,6 @@ class Relation:
                 raise
             self._child_model = owner
             self._name = name
-            object.__setattr__(self, "_feed", feed_entry(self))
             self._counter._feeders.append(self)
             note_declared()
             _unnamed.discard(self)
@@ -290,8 +298,20 @@ class Relation:
 
     @property
     def feed(self) -> str:
-        """The entry a counted write through this relation records in the parent's feeder set."""
-        return self._feed
+        """The entry a counted write through this relation records in the parent's feeder set
+        (``like_tally<prefix=LIKE#``, see :doc:`reconciliation`): built once the class is built, and again if a
+        model's table name changes."""
+        tables = (self.parent_model.Meta.table_name, self.child_model.Meta.table_name)
+        held = self._feed
+        if held is None or held[0] != tables:
+            held = (tables, feed_entry(self))
+            object.__setattr__(self, "_feed", held)
+        return held[1]
+
+    @property
+    def feeder(self) -> Optional[str]:
+        """The stable name given as ``counted_by(..., feeder=...)``, or ``None``."""
+        return self._feeder
 
     @property
     def prefix(self) -> Optional[str]:
@@ -435,7 +455,8 @@ class Relation:
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
                children: Optional[ChildCounter] = None, when: Optional[Callable[[Any], bool]] = None,
                amount: Optional[Callable[[Any], int]] = None, create_parent: bool = False,
-               parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Relation:
+               parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
+               feeder: Optional[str] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
     The declaration is checked when the class is made, and refused with
@@ -471,8 +492,12 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       by TTL) deletes the child, and its result lists the change in ``rollups_gone`` (see :doc:`rollups`).
     :param parent_defaults: with ``create_parent``: ``parent_defaults(child) -> {attribute: value}``, the
       attributes a created parent starts with, set only where absent (a TTL, a label).
+    :param feeder: a stable name for the relation in its parents' feeder records (``_cfeed``, see
+      :doc:`reconciliation`), instead of the one derived from what it counts (its ``prefix=``, or its class and
+      attribute names). Give one to keep a relation's records through a change of prefix or a class renamed, or
+      to tell apart two relations that would otherwise get the same id.
     """
-    return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults)
+    return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults, feeder)
 
 
 def declare_found(klass: type) -> None:

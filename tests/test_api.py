@@ -79,7 +79,7 @@ def test_the_api_reference_documents_exactly_the_public_names() -> None:
 def test_internal_modules_are_private_and_public_modules_list_only_public_names() -> None:
     package = Path(pynamodb_counters.__file__).parent
     public_modules = {"__init__", "__main__", "attributes", "bulk", "cli", "demo", "exceptions", "models",
-                      "pytest_plugin", "reconcile", "relations", "resharding", "signals", "transactions"}
+                      "pytest_plugin", "reconcile", "relations", "resharding", "signals", "transactions", "feeders"}
     assert {path.stem for path in package.glob("*.py") if not path.stem.startswith("_")} | {"__init__",
                                                                                               "__main__"} \
         == public_modules

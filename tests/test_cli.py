@@ -67,7 +67,13 @@ def test_repair_is_a_dry_run_unless_applied(capsys: pytest.CaptureFixture[str]) 
     ("tests.nowhere:Post.like_tally", "cannot import 'tests.nowhere'"),
     ("tests.models:Nobody.like_tally", "has no model 'Nobody'"),
     ("tests.models:Post.title", "is not a CounterField"),
-    ("tests.models:Like", "Like has 0 counters"),
+    ("tests.models:Like", "Like is a child model with no counters of its own; name the counter its relations "
+                          "feed: tests.models:Post.like_tally (via Like.post)"),
+    ("tests.models:Bookmark", "tests.models:Post.bookmark_count (via Bookmark.post), tests.models:User.bookmarks "
+                              "(via Bookmark.owner)"),
+    ("tests.models:Like.liked_at", "Like.liked_at is not a CounterField or a counted_by relation; Like is a child "
+                                   "model with no counters of its own; name the counter its relations feed: "
+                                   "tests.models:Post.like_tally (via Like.post)"),
     ("tests.models:Post", "Post has 3 counters"),
 ])
 def test_bad_targets_are_usage_errors(capsys: pytest.CaptureFixture[str], target: str, message: str) -> None:
@@ -179,3 +185,21 @@ def test_the_console_script_imports_models_from_the_current_directory(tmp_path: 
     assert finished.returncode == 2
     assert "No module named" not in finished.stderr
     assert "no counted_by() relation feeds" in finished.stderr  # the module was imported: its counter is known
+
+
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("argv, kind, message", [
+    (["audit", "tests.models:Like"], "ConfigurationError", "via Like.post"),
+    (["repair", "tests.nowhere:Post.like_tally"], "ConfigurationError", "cannot import 'tests.nowhere'"),
+    (["reshard", "tests.models:Video.view_count", "0"], "InvalidArgumentError", "from 1 to 100"),
+    (["feeders", "tests.models:Post.like_tally", "--forget", "prefix=LIKE#"], "InvalidArgumentError", "is loaded"),
+    (["audit", "tests.models:Post.like_tally", "--no-such-option"], "UsageError", "unrecognized arguments"),
+])
+def test_json_output_after_an_error_is_a_json_error_object(capsys: pytest.CaptureFixture[str], argv: List[str],
+                                                           kind: str, message: str) -> None:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err
+    error = json.loads(out)
+    assert set(error) == {"error", "type"} and error["type"] == kind and message in error["error"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 2 and out == ""  # without --json, stdout stays empty

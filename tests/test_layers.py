@@ -22,6 +22,7 @@ LAYERS: Dict[str, int] = {
     "_connection": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_pipeline": 3,
     # 4: operations
     "_reports": 4, "transactions": 4, "models": 4, "bulk": 4, "reconcile": 4, "resharding": 4,
+    "feeders": 4,
     # 5: entry points
     "__init__": 5, "cli": 5, "demo": 5, "pytest_plugin": 5, "__main__": 5, "testing": 5,
 }

@@ -226,3 +226,135 @@ def test_children_beside_their_parents_are_never_scanned_as_parents() -> None:
     TopicAnswer(pk="T1", sk="ANSWER#2").save()
     report = audit(Topic.answer_tally)
     assert report.parents_checked == 1 and report.drifts == ()  # the two answers were not taken for topics
+
+
+def polymorphic_activity() -> Tuple[Any, Any, Any, Any, Any]:
+    """A single-table polymorphic model in the Boards table: walls, and activities under one prefix ``ACT#`` of
+    which only cheers (and loud cheers, a subclass) are counted; jeers share the prefix uncounted."""
+    from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+    class Item(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        cls = DiscriminatorAttribute(attr_name="itemKind")
+
+    class Wall(Item, discriminator="wall"):
+        cheers = CounterField()
+        named = CounterField()
+
+    class Activity(Item, discriminator="activity"):
+        user = UnicodeAttribute(null=True)
+
+    class Cheer(Activity, discriminator="cheer"):
+        wall = counted_by(Wall.cheers, key=lambda c: (c.pk, "META"), prefix="ACT#")
+        named_wall = counted_by(Wall.named, key=lambda c: (c.pk, "META"), prefix="ACT#",
+                                when=lambda c: c.user is not None)  # conditional: the audit reads the items
+
+    class LoudCheer(Cheer, discriminator="loud"):
+        pass
+
+    class Jeer(Activity, discriminator="jeer"):
+        pass
+
+    return Wall, Activity, Cheer, LoudCheer, Jeer
+
+
+def test_an_audit_counts_only_the_classes_its_relation_counts_under_a_shared_prefix() -> None:
+    Wall, _, Cheer, LoudCheer, Jeer = polymorphic_activity()
+    Wall(pk="W1", sk="META").save()
+    Cheer(pk="W1", sk="ACT#cheer#1", user="u1").save()
+    LoudCheer(pk="W1", sk="ACT#loud#2", user="u2").save()  # a subclass: counted by the relation it inherits
+    Jeer(pk="W1", sk="ACT#jeer#3", user="u3").save()
+    Jeer(pk="W1", sk="ACT#jeer#4", user="u4").save()
+    assert (Wall.get("W1", "META").cheers, Wall.get("W1", "META").named) == (2, 2)
+    for counter in (Wall.cheers, Wall.named):
+        assert audit(counter, parents=[("W1", "META")]).drifts == ()
+        assert audit(counter).drifts == ()  # a Scan too
+    with skip_counting():
+        Cheer(pk="W1", sk="ACT#cheer#5", user="u5").save()  # drift: 3 cheers, counters 2
+    for counter in (Wall.cheers, Wall.named):
+        [drift] = audit(counter, parents=[("W1", "META")]).drifts
+        assert (drift.stored, drift.actual) == (2, 3)
+        assert [(r.status, r.after) for r in repair([drift]).repairs] == [("repaired", 3)]
+    assert (Wall.get("W1", "META").cheers, Wall.get("W1", "META").named) == (3, 3)
+
+
+def test_an_audit_of_a_relation_declared_on_the_root_of_a_polymorphic_model_counts_every_class() -> None:
+    from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+    class Board2(CounterMixin, Model):
+        class Meta:
+            table_name = "Pinboards"  # a table of its own: the suite's Scans of Users stay unshared
+            region = "us-east-1"
+        user_id = UnicodeAttribute(hash_key=True)
+        pins = CounterField()
+
+    class Pin(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        pin_kind = DiscriminatorAttribute()
+        board = counted_by(Board2.pins, key=lambda p: p.pk, prefix="PIN#")
+
+    class PhotoPin(Pin, discriminator="photo"):
+        pass
+
+    class VideoPin(Pin, discriminator="video"):
+        pass
+
+    Board2.create_table(billing_mode="PAY_PER_REQUEST")
+    Board2(user_id="B1").save()
+    PhotoPin(pk="B1", sk="PIN#1").save()
+    VideoPin(pk="B1", sk="PIN#2").save()
+    assert Board2.get("B1").pins == 2 and audit(Board2.pins, parents=["B1"]).drifts == ()
+
+
+def test_a_parent_past_its_ttl_that_is_not_a_rollup_is_audited_and_repaired_like_any_other() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from pynamodb.attributes import TTLAttribute, UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_counters import CounterField, CounterMixin, counted_by
+
+    class Session(CounterMixin, Model):
+        class Meta:
+            table_name = "Sessions"
+            region = "us-east-1"
+        user_id = UnicodeAttribute(hash_key=True)
+        events = CounterField()
+        expires = TTLAttribute(null=True)
+
+        @classmethod
+        def audit_filter(cls) -> Any:
+            return cls.user_id.startswith("SESSION#")
+
+    class Event(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+        pk = UnicodeAttribute(hash_key=True)  # the session's key
+        sk = UnicodeAttribute(range_key=True)  # "EVENT#1"
+        session = counted_by(Session.events, key=lambda e: e.pk, prefix="EVENT#")
+
+    Session.create_table(billing_mode="PAY_PER_REQUEST")
+    Session(user_id="SESSION#1", expires=datetime.now(timezone.utc) - timedelta(minutes=1)).save()  # not deleted yet
+    Event(pk="SESSION#1", sk="EVENT#1").save()  # counted writes still land on it
+    with skip_counting():
+        Event(pk="SESSION#1", sk="EVENT#2").save()  # drift: 2 events, counter 1
+    for report in (audit(Session.events), audit(Session.events, parents=["SESSION#1"])):
+        assert [(d.key, d.stored, d.actual) for d in report.drifts] == [(("SESSION#1",), 1, 2)]
+        assert report.missing == () and report.parents_checked == 1
+    assert [r.status for r in repair(audit(Session.events).drifts).repairs] == ["repaired"]
+    assert Session.get("SESSION#1").events == 2

@@ -151,7 +151,7 @@ def test_case1_repair_refuses_a_counter_fed_by_a_relation_that_is_not_loaded(
     before = snapshot_case1()
     code, out, err = run(capsys, "repair", "app.posts:Post.like_tally", "--apply")
     assert "repaired 5 -> 3" not in out
-    assert 'Post ["P1", "META"] like_tally: unverifiable: fed by app.reactions:Reaction.post, which is not ' \
+    assert 'Post ["P1", "META"] like_tally: unverifiable: fed by prefix=REACTION#, which is not ' \
            'loaded' in out
     assert code == 2 and "--import" in err and len(err.strip().splitlines()) == 1
     assert snapshot_case1() == before  # nothing written
@@ -160,11 +160,12 @@ def test_case1_repair_refuses_a_counter_fed_by_a_relation_that_is_not_loaded(
     report = json.loads(out)
     assert code == 2 and report["drifted"] == 0 and report["unverifiable"] == [
         {"model": "Post", "key": [pk, "META"], "attribute": "like_tally",
-         "unloaded": ["app.reactions:Reaction.post"],
-         "reason": "unverifiable: fed by app.reactions:Reaction.post, which is not loaded"} for pk in ("P1",)]
+         "unloaded": ["prefix=REACTION#"],
+         "reason": "unverifiable: fed by prefix=REACTION#, which is not loaded"} for pk in ("P1",)]
     assert err.strip().splitlines() == [
-        "pynamodb-counters: 1 parent unverifiable: fed by app.reactions:Reaction.post, not loaded; load the modules "
-        "declaring them with --import MODULE"]
+        "pynamodb-counters: 1 parent unverifiable: fed by prefix=REACTION#, not loaded; load the modules "
+        "declaring them with --import MODULE (entries of relations removed from the code: pynamodb-counters "
+        "feeders --forget)"]
     code, out, err = run(capsys, "audit", "app.posts:Post.like_tally", "--import", "app.reactions")
     assert code == 0 and "2 parents checked, 0 drifted" in out and err == ""
 
@@ -180,13 +181,13 @@ def test_case1_the_python_api_refuses_too_and_set_counter_is_the_override(app: P
     report = audit(AppPost.like_tally)
     assert report.drifts == () and report.parents_checked == 2
     assert [(u.key, u.unloaded, u.reason) for u in report.unverifiable] == [
-        ((pk, "META"), ("app.reactions:Reaction.post",),
-         "unverifiable: fed by app.reactions:Reaction.post, which is not loaded") for pk in ("P1",)]
+        ((pk, "META"), ("prefix=REACTION#",),
+         "unverifiable: fed by prefix=REACTION#, which is not loaded") for pk in ("P1",)]
     sequence = int(raw_item("Case1", P1)["_cseq"]["N"])
     before = snapshot_case1()
     repairs = repair([Drift(AppPost, ("P1", "META"), "like_tally", 5, 3, sequence)])  # as an older audit saw it
     assert [(r.status, r.reason) for r in repairs.repairs] == [
-        ("refused", "unverifiable: fed by app.reactions:Reaction.post, which is not loaded")]
+        ("refused", "unverifiable: fed by prefix=REACTION#, which is not loaded")]
     assert not repairs.complete
     assert snapshot_case1() == before
     set_counter(AppPost.like_tally, ("P1", "META"), 4)  # the explicit override still works
@@ -206,12 +207,12 @@ def test_case1_counted_writes_record_their_feeders_and_parent_saves_keep_them() 
     bulk_save([Like(pk="POST#bulk", sk="LIKE#USER#1", liked_at=1)] if post("POST#bulk") else [])
     for pk in ("POST#rec", "POST#bulk"):
         item = raw_item("Social", {"pk": {"S": pk}, "sk": {"S": "META"}})
-        assert item["_cfeed"] == {"SS": ["like_tally<tests.models:Like.post"]}
+        assert item["_cfeed"] == {"SS": ["like_tally<prefix=LIKE#"]}
     loaded = Post.get(*key)
     loaded.title = "Edited"
     loaded.save()  # a parent save SETs its declared attributes only
     item = raw_item("Social", {"pk": {"S": "POST#rec"}, "sk": {"S": "META"}})
-    assert item["_cfeed"] == {"SS": ["like_tally<tests.models:Like.post"]} and item["title"] == {"S": "Edited"}
+    assert item["_cfeed"] == {"SS": ["like_tally<prefix=LIKE#"]} and item["title"] == {"S": "Edited"}
     assert Post.get(*key).like_tally == 1 and "_cfeed" not in Post.get(*key).attribute_values
     assert audit(Post.like_tally, parents=[key]).unverifiable == ()
 
@@ -222,7 +223,7 @@ def test_case1_a_sharded_counter_records_feeders_on_its_shard_items_and_audits_r
     for view in views:
         view.save()
     items = [item for item in stored("Videos") if item["pk"]["S"].startswith("VIDEO#v1") and "_cfeed" in item]
-    assert items and all(item["_cfeed"] == {"SS": ["view_count<tests.models:View.video"]} for item in items)
+    assert items and all(item["_cfeed"] == {"SS": ["view_count<prefix=VIEW#"]} for item in items)
     shard = next(item for item in items if "_cshard" in item)  # a shard item, not the parent
     raw_update("Videos", {"pk": shard["pk"], "sk": shard["sk"]}, "ADD _cfeed :n",
                {":n": {"SS": ["view_count<gone.models:Boost.video"]}})
@@ -383,7 +384,8 @@ def test_case10_an_unexpected_error_exits_2_with_one_line_and_no_traceback(
     assert err.strip().splitlines() == ["pynamodb-counters: RuntimeError: the children function broke "
                                         "(run with --debug for the traceback)"]
     code, out, err = run(capsys, "audit", "app.keyed:Dated.broken", "--json")
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert json.loads(out) == {"error": "RuntimeError: the children function broke", "type": "RuntimeError"}
     with pytest.raises(RuntimeError, match="the children function broke"):
         main(["audit", "app.keyed:Dated.broken", "--debug"])
 

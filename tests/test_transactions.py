@@ -35,7 +35,7 @@ def test_a_like_is_the_documented_transaction() -> None:
     assert put["Put"]["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     assert update["Update"]["Key"] == {"pk": {"S": "POST#a91f"}, "sk": {"S": "META"}}
     assert expand(update["Update"], "UpdateExpression") == \
-        "ADD like_tally 1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
+        "ADD like_tally 1, _cseq 1, _cfeed {like_tally<prefix=LIKE#}"
     assert expand(update["Update"], "ConditionExpression") == "attribute_exists (pk)"
     assert [slot.kind for slot in plan.slots] == ["put", "parent"]
 
@@ -46,7 +46,7 @@ def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:
     delete, update = transaction.plan().items
     assert expand(delete["Delete"], "ConditionExpression") == "attribute_exists (pk)"
     assert expand(update["Update"], "UpdateExpression") == \
-        "ADD like_tally -1, _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
+        "ADD like_tally -1, _cseq 1, _cfeed {like_tally<prefix=LIKE#}"
     assert expand(update["Update"], "ConditionExpression") == \
         "(attribute_exists (pk) AND (like_tally >= 1 OR _cshards > 1))"  # the floor, but for a pending shard fold
 
@@ -63,7 +63,7 @@ def test_deltas_on_one_parent_merge_into_one_update() -> None:
     post_update = next(u for u in updates if u["TableName"] == "Social")
     assert expand(post_update, "UpdateExpression") == (
         "ADD like_tally 2, bookmarkCount 1, _cseq 1, "
-        "_cfeed {bookmarkCount<tests.models:Bookmark.post, like_tally<tests.models:Like.post}")
+        "_cfeed {bookmarkCount<prefix=BOOKMARK#, like_tally<prefix=LIKE#}")
     assert len(plan.items) == 5 + 2
 
 
@@ -72,7 +72,7 @@ def test_deltas_that_net_to_zero_still_guard_the_parent_and_move_its_sequence() 
     transaction.save(like("a"))
     transaction.delete(like("b"))
     update = transaction.plan().items[-1]["Update"]
-    assert expand(update, "UpdateExpression") == "ADD _cseq 1, _cfeed {like_tally<tests.models:Like.post}"
+    assert expand(update, "UpdateExpression") == "ADD _cseq 1, _cfeed {like_tally<prefix=LIKE#}"
     assert expand(update, "ConditionExpression") == "attribute_exists (pk)"
 
 
