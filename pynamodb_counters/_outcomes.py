@@ -21,7 +21,7 @@ from ._operations import Operation
 from ._plans import Plan, Sent, Slot
 from ._requests import deciding, pending_fold_message
 from ._retries import RETRYABLE_REASONS
-from ._shards import foreign_shard_message, is_shard_item
+from ._shards import foreign_shard_message, is_shard_item, shard_item_message
 from ._spec import counters_of, foreign_feeds, relations_of, shard_count
 from ._stored import Stored
 from .exceptions import (
@@ -118,6 +118,8 @@ def _error(slot: Slot, reason: Dict[str, Any], reasons: Sequence[Dict[str, Any]]
             slot.kind in ("other", "delete") and slot.instance is not None:
         return ConditionFailedError(pending_fold_message(where, count_of(item, SHARD_COUNT.attr_name),
                                                          shard_count(slot.model)), sent.error, **common)
+    if code == _CHECK_FAILED and slot.kind == "other" and counters_of(slot.model) and is_shard_item(item):
+        return ConditionFailedError(shard_item_message(slot.model, slot.key), sent.error, **common)
     if code == _CHECK_FAILED and slot.shard and item and not is_shard_item(item):
         # a shard's key holds another item (a shard slot creating or deleting it, a parent slot counting on it)
         return ConditionFailedError(foreign_shard_message(slot.model, slot.key, slot.shard), sent.error, **common)

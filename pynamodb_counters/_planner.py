@@ -48,7 +48,7 @@ from ._requests import (
     serialized_key_request,
     within_limit,
 )
-from ._shards import shard_key, shard_or_absent
+from ._shards import not_a_shard, shard_key, shard_or_absent
 from ._spec import counters_of, foreign_feeds, relations_of, shard_count, spec_of
 from ._stored import Stored, as_loaded
 from .exceptions import InvalidArgumentError, InvalidTransactionError, ParentKeyError, TransactionTooLargeError
@@ -255,8 +255,8 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
         if op.kind == "counted_delete":
             assert op.basis is not None
             condition = _stored_as(model, op.basis, (instance,), condition)
-        if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind
-            known = pending_fold(model)
+        if op.shards and counters_of(model):  # only the shard items it deletes with it: none is left behind,
+            known = pending_fold(model) & not_a_shard()  # and never another parent's shard item
             condition = known if condition is None else condition & known
         request = pynamodb_view(instance).get_delete_kwargs_from_instance(condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
@@ -274,6 +274,8 @@ def _child_or_other(op: Operation, token: str) -> Tuple[str, Dict[str, Any], Slo
         if child:  # an uncounted update of a counted child never creates it (it would not be counted)
             exists: Condition = key_attributes(model)[0].exists()
             condition = exists if condition is None else exists & condition
+        if op.parent_save:  # never over another parent's shard item
+            condition = not_a_shard() if condition is None else not_a_shard() & condition
         request = pynamodb_view(instance).get_update_kwargs_from_instance(actions, condition=condition,
                                                            return_values_on_condition_failure=ALL_OLD,
                                                            add_version_condition=op.add_version_condition)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __all__ = ["check_shardable", "choose_shard", "foreign_shard", "foreign_shard_message", "is_shard_item",
-           "not_a_shard", "shard_key", "shard_or_absent"]
+           "not_a_shard", "shard_item_message", "shard_key", "shard_or_absent"]
 
 _SEPARATOR = "#SHARD"
 
@@ -127,3 +127,11 @@ def foreign_shard_message(model: Type[Model], key: Tuple[Any, ...], shard: int, 
     return (f"{where} itself was saved (its UpdateItem is written), but its shard items were not created: "
             f"{collision}. None of its shard items was written, and until they are, its children counted on shards "
             f"other than 0 are refused: save it again, or run reshard(), once the key is free")
+
+
+def shard_item_message(model: Type[Model], key: Tuple[Any, ...]) -> str:
+    """Why a parent's own save or delete was refused: its key is a shard item of another parent."""
+    return (f"{model.__name__} {key!r} is a shard item of another {model.__name__} (its key is that parent's hash "
+            f"key plus '{_SEPARATOR}<k>', and it holds {SHARD.attr_name}): saving or deleting a parent there would "
+            f"overwrite or delete the counts it holds, and the library never writes over an item it created for "
+            f"another parent. Choose parent keys that cannot end in '{_SEPARATOR}<k>'. Nothing was written")

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
-from ._base import SPEC_HELD, CountedBase, counted_classes, declared
+from ._base import FEED_SEPARATOR, SPEC_HELD, CountedBase, counted_classes, declared, legacy_feeder_id, same_class
 from .attributes import CounterField
 from .exceptions import ConfigurationError
 from .relations import Relation, declare_feeders, declare_found, undeclared_in
@@ -140,17 +140,24 @@ def foreign_feeds(model: type) -> Dict[str, Relation]:
     found = {}
     if getattr(model, "_discriminator", None) is None:
         relations = [relation for group in all_relations() for relation in group]
-        own = {relation.feed for relation in relations if _same_model(relation.parent_model, model)}
+        own = {entry for relation in relations if _same_model(relation.parent_model, model)
+               for entry in _entries(relation)}
         for relation in relations:
             other = relation.parent_model
-            if other.Meta.table_name == table and not _same_model(other, model) and relation.feed not in own:
-                found[relation.feed] = relation
+            if other.Meta.table_name == table and not _same_model(other, model):
+                found.update((entry, relation) for entry in _entries(relation) if entry not in own)
     setattr(model, _FOREIGN, (declared(), table, found))
     return found
+
+
+def _entries(relation: Relation) -> Tuple[str, str]:
+    """The feeder entries a counted write through ``relation`` records, or recorded before feeder ids named what
+    the audit counts (``module:Child.relation``)."""
+    entry = relation.feed
+    return entry, f"{entry.partition(FEED_SEPARATOR)[0]}{FEED_SEPARATOR}{legacy_feeder_id(relation)}"
 
 
 def _same_model(one: type, other: type) -> bool:
     """Whether two models store the same items: one is the other's subclass or base, or they are one class
     defined twice (a module imported again, a factory called again)."""
-    return issubclass(one, other) or issubclass(other, one) or \
-        (one.__module__, one.__qualname__) == (other.__module__, other.__qualname__)
+    return issubclass(one, other) or issubclass(other, one) or same_class(one, other)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type
 
-from pynamodb.exceptions import DeleteError, UpdateError
+from pynamodb.exceptions import DeleteError, PynamoDBException, UpdateError
 
 from ._base import SHARD_COUNT, CountedBase
 from ._compat import ParentKey, key_attributes, key_of, serialize_key
@@ -29,6 +29,7 @@ from ._requests import (
 from ._results import WriteResult
 from ._retries import RetryPolicy
 from ._shard_items import create_shards
+from ._shards import is_shard_item, not_a_shard, shard_item_message
 from ._spec import counters_of, relations_of, shard_count
 from ._stored import remember
 from .exceptions import (
@@ -107,7 +108,12 @@ class CounterMixin(CountedBase):
             _refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
             check_counters_unchanged(self)
             actions = parent_save_actions(self)  # type: ignore[arg-type]
-            data = super().update(actions, condition=condition, **options)  # type: ignore[misc]
+            guard = not_a_shard() if condition is None else not_a_shard() & condition  # never over a shard item
+            try:
+                data = super().update(actions, condition=guard, **options)  # type: ignore[misc]
+            except UpdateError as error:
+                self._refuse_over_a_shard(error)
+                raise
             if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
                 create_shards(model, [self], saved=True)  # type: ignore[arg-type]
             return data
@@ -252,19 +258,35 @@ class CounterMixin(CountedBase):
         """PynamoDB's ``delete()`` of an unsharded parent, refused while it still records shard items (a counter
         whose ``shards=`` was reduced to 1, not yet folded in by ``reshard()``), which would be left behind."""
         model: Any = type(self)
-        guard = pending_fold(model)
+        guard = pending_fold(model) & not_a_shard()
         try:
             return super().delete(guard if condition is None else condition & guard, *args, **kwargs)  # type: ignore
         except DeleteError as error:
-            if error.cause_response_code != "ConditionalCheckFailedException":
+            stored = self._refuse_over_a_shard(error)
+            if stored is None:
                 raise
             key = key_of(self)  # type: ignore[arg-type]
-            stored = model._get_connection().get_item(*serialize_key(model, key), consistent_read=True).get("Item")
             recorded = count_of(stored, SHARD_COUNT.attr_name) or 1
             if recorded > 1:
                 raise ConditionFailedError(pending_fold_message(f"{model.__name__} {key!r}", recorded, 1), error,
                                            model=model, key=key) from error
             raise
+
+    def _refuse_over_a_shard(self, error: PynamoDBException) -> Optional[Dict[str, Any]]:
+        """After a parent's own save or delete was refused by a condition: the stored item, read strongly
+        consistently (``None`` when the refusal was not a condition's).
+
+        :raises ConditionFailedError: the item is a shard item of another parent (see :func:`not_a_shard`).
+        """
+        if getattr(error, "cause_response_code", None) != "ConditionalCheckFailedException":
+            return None
+        model: Any = type(self)
+        key = key_of(self)  # type: ignore[arg-type]
+        stored: Optional[Dict[str, Any]] = model._get_connection().get_item(
+            *serialize_key(model, key), consistent_read=True).get("Item")
+        if is_shard_item(stored):
+            raise ConditionFailedError(shard_item_message(model, key), error, model=model, key=key) from error
+        return stored or {}
 
     # -- what the instance was loaded as (the state a counted edit or delete counts from) --------------------
     @classmethod

@@ -859,3 +859,24 @@ def test_a_song_that_is_a_sharded_parent_never_takes_another_songs_key_for_its_s
     assert playlists() == before
     assert Playlist.song_count.totals([("LIST#a", "META"), ("LIST#a#SHARD1", "META")]) == \
         {("LIST#a", "META"): 1, ("LIST#a#SHARD1", "META"): 1}
+
+
+def test_a_parent_whose_key_is_another_parents_shard_item_never_saves_or_deletes_over_it() -> None:
+    """The reverse collision: ``VIDEO#launch``'s shard items exist, and a video is saved, or deleted, under the
+    key of one of them. Its save would write into the shard item and its delete would remove it, with the counts
+    it holds: both are refused, nothing written."""
+    key = make_video("VIDEO#launch")
+    view(key[0], user_on_shard(key[0], 1)).save()  # one view, counted on shard 1
+    before = table()
+    squatter = Video(pk=shard_pk("VIDEO#launch", 1), sk="META", title="mine")
+    with pytest.raises(ConditionFailedError, match=r"is a shard item of another Video.*Nothing was written"):
+        squatter.save()
+    with pytest.raises(ConditionFailedError, match=r"is a shard item of another Video"):
+        Video(pk=shard_pk("VIDEO#launch", 1), sk="META").delete()
+    with pytest.raises(ConditionFailedError, match=r"is a shard item of another Video"):
+        with CountedTransaction() as transaction:
+            transaction.save(Video(pk=shard_pk("VIDEO#launch", 1), sk="META", title="mine"))
+    with pytest.raises(ConditionFailedError, match=r"is a shard item of another Video"):
+        with CountedTransaction() as transaction:
+            transaction.delete(Video(pk=shard_pk("VIDEO#launch", 1), sk="META"))
+    assert table() == before and Video.view_count.total(key) == 1
