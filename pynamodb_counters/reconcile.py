@@ -32,7 +32,7 @@ from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.condition import Condition
 
-from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, feeder_id, legacy_feeder_id
+from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, feeder_id, legacy_feeder_id, same_class
 from ._compat import ParentKey, discriminator_of, key_attributes, normalize_key, serialize_key
 from ._costs import read_units
 from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
@@ -143,7 +143,7 @@ def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
     current: Dict[str, Relation] = {}
     for relation in feeders_of(counter):
         other = current.setdefault(feeder_id(relation), relation)
-        if other is not relation and not _same_class(other.child_model, relation.child_model):
+        if other is not relation and not same_class(other.child_model, relation.child_model):
             raise ConfigurationError(
                 f"{other} and {relation} both feed {counter!r} under the feeder id {feeder_id(relation)!r}: an "
                 f"audit could not tell which of them fed a parent. Give one of them a stable name of its own, "
@@ -173,12 +173,7 @@ def _table_sharers(model: Any) -> List[Any]:
     relations = [r for group in all_relations() for r in group]
     known = {r.child_model for r in relations} | {r.parent_model for r in relations}
     return [m for m in known if m.Meta.table_name == model.Meta.table_name and not issubclass(m, model)
-            and not issubclass(model, m) and not _same_class(m, model)]
-
-
-def _same_class(one: Any, other: Any) -> bool:
-    """Whether two classes are one class defined twice (its module imported again): the same items."""
-    return bool(one.__module__ == other.__module__ and one.__qualname__ == other.__qualname__)
+            and not issubclass(model, m) and not same_class(m, model)]
 
 
 def _filters_parents(model: Any) -> bool:
