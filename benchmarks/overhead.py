@@ -35,8 +35,8 @@ send the same request body, but for the token (the request's ``ClientRequestToke
 byte, or else equal as JSON, keys in another order (PynamoDB's ``transact_write_items`` puts the token and
 ``ReturnConsumedCapacity`` before ``TransactItems``); it says which.
 Two more pairs of paths, interleaved the same way, split the save in two: building alone (``plan()`` against
-PynamoDB's two calls, nothing sent), and sending alone (the commit pipeline's ``send()`` and ``finish()`` of a
-plan built beforehand, which send it and read the answer into a ``WriteResult``, against the PynamoDB connection's
+PynamoDB's two calls, nothing sent), and sending alone (the commit's ``send()`` and ``finish()`` of a plan built
+beforehand, which send it and read the answer into a ``WriteResult``, against the PynamoDB connection's
 ``transact_write_items`` of items built beforehand). A cProfile of the counted path and of the baseline, by own
 time, says where the difference goes: the library's functions against PynamoDB's and botocore's.
 """
@@ -70,8 +70,8 @@ from benchmarks._shared import (
     table,
 )
 from pynamodb_counters import CountedTransaction
-from pynamodb_counters._connection import send
-from pynamodb_counters._pipeline import finish
+from pynamodb_counters._commit import finish
+from pynamodb_counters._send import send
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace(os.sep, "/") + "/"
 GOAL = 1.05  # the issue's goal: a counted save at most 5% slower than the same transaction through PynamoDB
@@ -184,7 +184,7 @@ def plan_counted(like: Like) -> Any:
 
 def send_planned(plan: Any) -> Any:
     """The commit pipeline's steps after planning: send the plan, read the answer into a ``WriteResult``."""
-    return finish(plan, send(plan.slots[0].model, plan.items, plan.token))
+    return finish(plan, send(plan.actions[0].model, plan.items, plan.token))
 
 
 def likes(block: int, round_number: int, path: str, model: Any = Like) -> List[Any]:

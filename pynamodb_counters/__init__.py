@@ -14,7 +14,7 @@ from ._context import skip_counting
 from ._costs import item_bytes, read_units, write_units
 from ._reports import AuditReport, Drift, FeederChange, FeederEntry, FeederReport, Repair, RepairReport, Unverifiable
 from ._results import CounterChange, WriteResult
-from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
+from ._send import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._set_counter import set_counter
 from ._shards import not_a_shard
 from .attributes import CounterField

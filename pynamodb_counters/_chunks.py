@@ -10,12 +10,11 @@ from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
 from ._compat import key_of
-from ._operations import Operation, delete_operation, save_operation
-from ._planner import count
-from ._plans import ItemId
-from ._requests import item_id
+from ._conditions import ItemId, item_id
+from ._deltas import counting_of, decide
 from ._shards import shard_key
 from ._spec import counters_of, relations_of, shard_count
+from ._writes import Write, WriteKind, delete_write, save_write
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 
 __all__ = ["Entry", "plan_chunks"]
@@ -40,17 +39,19 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
         model = type(child)
         if not relations_of(model):
             raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
-        op = save_operation(child) if operation == "save" else delete_operation(child)
+        write = save_write(child) if operation == "save" else delete_write(child)
         own = item_id(model, key_of(child))
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
         seen.add(own)
-        changes = count(op).changes
+        counting = counting_of(write)
+        assert counting is not None
+        changes = decide(write, counting).changes
         parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for c in changes}, key=repr))
         # a limit held by the parent takes one increment per transaction: such a parent is never shared in a chunk
         single = frozenset(item_id(c.parent, c.key) for c in changes
                            if c.delta > 0 and isinstance(counters_of(c.parent)[c.attribute].limit, Attribute))
-        size = _own_actions(op)
+        size = _own_actions(write, counting.basis is None)
         if size + len(parents) > max_actions:
             raise TransactionTooLargeError(
                 f"{model.__name__} {own[1:]} needs {size + len(parents)} actions ({size} of its own, its shard "
@@ -77,8 +78,9 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
     return chunks
 
 
-def _own_actions(op: Operation) -> int:
+def _own_actions(write: Write, new: bool) -> int:
     """The actions a counted child's save or delete carries besides its parents' Updates: its own Put, Update or
     Delete and, when it writes or deletes them with it (a child that is itself a sharded parent, created or
     deleted; not an edit), its shard items."""
-    return 1 + (shard_count(op.model) - 1 if op.shards else 0)
+    with_shards = write.with_shards and (write.kind is not WriteKind.SAVE or new)
+    return 1 + (shard_count(write.model) - 1 if with_shards else 0)

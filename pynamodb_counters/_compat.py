@@ -1,17 +1,14 @@
 """
-Keys, and the places where PynamoDB 5.5+ and 6.x differ: serializing keys, the version condition, the
-discriminator, and the botocore client built the way a model's PynamoDB connection builds its own.
+Keys, values and the places where PynamoDB 5.5+ and 6.x differ: serializing keys and values, the version
+condition, the discriminator.
 
 Everything else reads as if there were one PynamoDB.
 """
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
-import botocore.config
 from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
 from pynamodb.constants import BINARY, NUMBER, STRING
 
@@ -23,9 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["KEY_LIMITS", "ParentKey", "client_of", "discriminator_of", "holds", "key_attributes", "key_of",
-           "normalize_key", "oversized_key", "pynamodb_connection", "saved_version", "serialize_key",
-           "transact_client", "version_condition"]
+__all__ = ["KEY_LIMITS", "ParentKey", "discriminator_of", "holds", "key_attributes", "key_of", "normalize_key",
+           "oversized_key", "saved_version", "serialize_key", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
@@ -161,61 +157,3 @@ def discriminator_of(model: Type[Model]) -> Optional[DiscriminatorAttribute]:
     name = getattr(model, "_discriminator", None)
     attribute = model.get_attributes().get(name) if name else None
     return attribute if isinstance(attribute, DiscriminatorAttribute) else None
-
-
-_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_clients_lock = threading.Lock()
-
-
-def transact_client(model: Type[Model]) -> Any:
-    """A botocore DynamoDB client configured as ``model``'s PynamoDB connection configures its own (endpoint,
-    region, credentials, parameter validation off, timeouts, pool size, extra headers and its ``before-send``
-    hook), but for botocore's retries, which are off.
-
-    Counted writes retry in one place (``send``) so that every attempt is seen:
-    a hidden retry after a lost response would look like a duplicate.
-    """
-    return client_of(pynamodb_connection(model))
-
-
-def client_of(connection: Any) -> Any:
-    """:func:`transact_client` for a PynamoDB connection (``pynamodb.connection.Connection``): made once, then
-    found without taking the lock."""
-    client = _clients.get(connection)
-    if client is not None:
-        return client
-    with _clients_lock:
-        client = _clients.get(connection)
-        if client is None:
-            config = botocore.config.Config(
-                parameter_validation=False,  # as PynamoDB: the request is built by PynamoDB itself
-                connect_timeout=connection._connect_timeout_seconds,
-                read_timeout=connection._read_timeout_seconds,
-                max_pool_connections=connection._max_pool_connections,
-                retries={"mode": "standard", "total_max_attempts": 1},
-            )
-            client = connection.session.create_client("dynamodb", connection.region, endpoint_url=connection.host,
-                                                      config=config)
-            before_send = getattr(connection, "_before_send", None)  # PynamoDB 6: Meta.extra_headers
-            if before_send is not None:
-                client.meta.events.register_first("before-send.*.*", before_send)
-            elif getattr(connection, "_extra_headers", None):  # PynamoDB 5 adds them as it sends
-                client.meta.events.register_first("before-send.*.*", _HeaderAdder(connection._extra_headers))
-            _clients[connection] = client
-        return client
-
-
-def pynamodb_connection(model: Type[Model]) -> Any:
-    """``model``'s PynamoDB connection (``pynamodb.connection.Connection``): the sender of PynamoDB's
-    ``pre_dynamodb_send`` / ``post_dynamodb_send`` signals for its requests."""
-    return model._get_connection().connection
-
-
-class _HeaderAdder:
-    """A botocore ``before-send`` hook adding a connection's ``Meta.extra_headers`` to each request."""
-
-    def __init__(self, headers: Dict[str, str]) -> None:
-        self.headers = dict(headers)
-
-    def __call__(self, request: Any, **_: Any) -> None:
-        request.headers.update(self.headers)

@@ -1,6 +1,7 @@
 """
 What a counted child's write changes: :func:`deltas`, the one function that decides it, for a create, an edit
-(a move included), an update and a delete alike. Pure, no I/O.
+(a move included), an update and a delete alike, and :func:`decide`, which gives it the two states to compare
+for one write (:class:`Counting`: what the write is counted from, attempt after attempt). Pure, no I/O.
 
 It compares, relation by relation, the stored child as PynamoDB loads it (``before``: ``None`` for a new child)
 with the child as PynamoDB will load it once written (``after``: ``None`` for a delete):
@@ -14,17 +15,22 @@ with the child as PynamoDB will load it once written (``after``: ``None`` for a 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Tuple, Type
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple, Type
 
+from ._guards import bypass_of
 from ._results import CounterChange
+from ._spec import relations_of
+from ._stored import Stored, as_loaded, deciding, stored_of
+from ._writes import Write, WriteKind
+from .exceptions import ChildValueError, ParentKeyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
     from .relations import Relation
 
-__all__ = ["Deltas", "deltas"]
+__all__ = ["NONE", "Counting", "Deltas", "counting_of", "decide", "deltas", "names_parents"]
 
 Counted = Tuple["Relation", CounterChange]
 """One counter change with the relation that makes it."""
@@ -95,3 +101,75 @@ def deltas(relations: Sequence[Relation], before: Optional[Model], after: Option
     if not (removed or added or changed or lost):
         return NONE
     return Deltas(tuple(removed), tuple(added), tuple(changed), tuple(lost))
+
+
+@dataclass
+class Counting:
+    """What one counted write is counted from: the commit's own record of it, attempt after attempt, never the
+    caller's request (:class:`~pynamodb_counters._writes.Write`).
+
+    :ivar basis: the stored child it counts from (as loaded, read, or learned from a refusal); ``None``: a save
+      is a create, and a delete or an update does not know it yet.
+    :ivar after: a counted update's stored child once written (:attr:`basis` with the known actions applied).
+    :ivar gone: the rollups (parent model, key) found gone: what the child counted in them is not sent.
+    :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
+    :ivar deltas: its changes, as decided for the attempt at hand.
+    """
+
+    basis: Optional[Stored] = None
+    after: Optional[Stored] = None
+    gone: Set[Parent] = field(default_factory=set)
+    recreated: bool = False
+    deltas: Deltas = NONE
+
+
+def counting_of(write: Write) -> Optional[Counting]:
+    """A counted write's record, starting from what its instance remembers being stored as (loaded, or last
+    saved as); ``None`` for a write that counts nothing."""
+    if not write.kind.counted:
+        return None
+    assert write.instance is not None
+    return Counting(basis=stored_of(write.instance))
+
+
+def decide(write: Write, counting: Counting) -> Deltas:
+    """Decide ``write``'s changes for this attempt, from ``counting``, and record them there: a save compares its
+    basis (none for a create) with the instance as it will be stored, an update its basis with the basis and its
+    known actions applied, a delete its basis (the instance as it would be stored, for one built by hand that
+    names its parents) with nothing.
+
+    :raises CountingBypassError: an update action whose result is not known before sending, on what decides the
+      stored child's counts.
+    :raises ParentKeyError: a key function gave an unusable parent key.
+    :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    """
+    assert write.instance is not None
+    before: Optional[Model] = None
+    after: Optional[Model] = None
+    if write.kind is WriteKind.DELETE:
+        if counting.basis is None:
+            counting.basis = Stored.of_instance(write.instance)
+        before = counting.basis.view
+    elif write.kind is WriteKind.UPDATE:
+        assert counting.basis is not None, "an update counts from its stored child, read first when unknown"
+        updated = counting.basis.updated(write.known)
+        for name in sorted(write.unknown.intersection(deciding(write.model, counting.basis.view, updated.view))):
+            raise bypass_of(write.model, name)  # keys are refused before
+        counting.after = updated
+        before, after = counting.basis.view, updated.view
+    else:
+        before = counting.basis.view if counting.basis is not None else None
+        after = as_loaded(write.instance)
+    counting.deltas = deltas(relations_of(write.model), before, after, counting.gone)
+    return counting.deltas
+
+
+def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
+    """Whether ``instance`` can name the parents of each of its relations (an instance built from its key alone
+    cannot)."""
+    try:
+        for relation in relations_of(model):
+            relation.changes(instance, sign)
+    except (ParentKeyError, ChildValueError):
+        return False
+    return True

@@ -5,16 +5,17 @@ write under it and under :func:`pynamodb_counters.repair` for a sharded counter.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Optional
+from decimal import Decimal
+from typing import Any, Dict, List, Optional
 
 from pynamodb.exceptions import UpdateError
 
-from ._base import SEQUENCE
+from ._base import SEQUENCE, SHARD
 from ._compat import ParentKey, normalize_key, serialize_key
-from ._connection import send
-from ._items import ShardItems, stored_of
+from ._conditions import parent_condition, sequence_unchanged, shard_request, shard_unchanged
+from ._items import ShardItems, counter_shards, stored_of
 from ._reads import read_shards
-from ._requests import parent_condition, total_requests
+from ._send import send
 from .attributes import CounterField
 from .exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 
@@ -83,3 +84,27 @@ def write_total(counter: CounterField, key: ParentKey, items: ShardItems, value:
     """
     assert counter.model is not None
     return send(counter.model, total_requests(counter, key, items, value), str(uuid.uuid4())).response is not None
+
+
+def total_requests(counter: CounterField, key: ParentKey, items: ShardItems, value: int) -> List[Dict[str, Any]]:
+    """The transaction that makes a sharded counter's total ``value``: the parent item's share set to ``value``
+    minus the other shards' counts as read in ``items``, conditioned on the counted-write sequence of every shard
+    item that holds or may receive the counter's counts (and on absent shards staying absent). A shard holding a
+    number that is not whole is set to ``0`` in the same transaction."""
+    model = counter.model
+    assert model is not None
+    requests: List[Dict[str, Any]] = []
+    others = 0
+    for shard, item in counter_shards(counter, items)[1:]:
+        count = stored_of(item, counter.attr_name)
+        condition = SHARD.does_not_exist() if item is None else shard_unchanged(item)
+        if isinstance(count, Decimal):  # not a whole number (written by hand): this shard starts again at 0
+            requests.append({"Update": shard_request(model, key, shard, condition=condition,
+                                                     actions=[counter.set(0), SEQUENCE.add(1)])})
+            continue
+        others += count or 0
+        requests.append({"ConditionCheck": shard_request(model, key, shard, condition=condition)})
+    condition = parent_condition(model) & sequence_unchanged(items[0])
+    requests.append({"Update": shard_request(model, key, 0, condition=condition,
+                                             actions=[counter.set(value - others), SEQUENCE.add(1)])})
+    return requests

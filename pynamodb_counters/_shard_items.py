@@ -8,21 +8,25 @@ a parent stored before its counter was sharded.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Type
 
+from ._base import SEQUENCE, SHARD, SHARD_COUNT
 from ._compat import ParentKey
-from ._connection import send
+from ._conditions import parent_condition, shard_request, shard_unchanged
+from ._items import ShardItems, count_of, whole_count
 from ._reads import parent_keys, read_shards
-from ._requests import reshape_requests
-from ._retries import DEFAULT_RETRY_POLICY
-from ._shards import foreign_shard, foreign_shard_message
+from ._send import DEFAULT_RETRY_POLICY, send
+from ._shards import foreign_shard, foreign_shard_message, shard_or_absent
 from ._spec import counters_of
 from .exceptions import ConditionFailedError, TransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["create_shards", "reshape"]
+    from .attributes import CounterField
+
+__all__ = ["create_shards", "reshape", "reshape_requests"]
 
 
 def create_shards(model: Type[Model], parents: Iterable[Any], *, max_attempts: int = 5,
@@ -74,3 +78,48 @@ def reshape(model: Type[Model], key: ParentKey, targets: Dict[str, int], max_att
         # a straggling write moved a shard being folded since it was read (or the parent is gone): read again
     raise TransactionError(f"{model.__name__} {key!r} kept changing through {max_attempts} attempts to reshard it; "
                            f"nothing was written, run it again")
+
+
+def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, counters: Dict[str, CounterField],
+                     wanted: Dict[str, int], layout: int) -> List[Dict[str, Any]]:
+    """The transaction that reshapes one parent's shard items to ``layout`` slots, each counter to its ``wanted``
+    number of shards, or ``[]`` when they are in shape: it creates the missing shard items, moves every count held
+    by a shard beyond its counter's number into the parent item (with ``ADD``, which commutes with live writes),
+    deletes the shard items no counter needs any more, and records the number on the parent. Every shard item it
+    creates is conditioned on its key holding nothing or a shard item (never another item stored there), every
+    one it empties on being the shard item read in ``items``, with the same counted-write sequence."""
+    requests: List[Dict[str, Any]] = []
+    moved = {name: 0 for name in counters}
+    for shard, item in enumerate(items[1:], start=1):
+        if shard >= layout:  # no counter uses it any more: fold all of it into the parent, delete it
+            if item is not None:
+                for name, counter in counters.items():
+                    moved[name] += whole_count(item, counter, key) or 0
+                requests.append({"Delete": shard_request(model, key, shard, condition=shard_unchanged(item))})
+            continue
+        if item is None:
+            requests.append({"Update": shard_request(model, key, shard, condition=shard_or_absent(model),
+                                                     actions=[SHARD.set(shard)])})
+            continue
+        actions: List[Action] = []
+        for name, counter in counters.items():
+            value = whole_count(item, counter, key) or 0
+            if shard >= wanted[name] and value:
+                moved[name] += value
+                actions.append(counter.add(-value))
+        if actions:
+            requests.append({"Update": shard_request(model, key, shard, condition=shard_unchanged(item),
+                                                     actions=actions + [SEQUENCE.add(1)])})
+    parent_actions: List[Action] = [counters[name].add(value) for name, value in moved.items() if value]
+    if parent_actions:
+        parent_actions.append(SEQUENCE.add(1))
+    if (count_of(items[0], SHARD_COUNT.attr_name) or 1) != layout:
+        parent_actions.append(SHARD_COUNT.set(layout))
+    if not requests and not parent_actions:
+        return []
+    condition = parent_condition(model)  # adding moved counts commutes with live writes: no sequence needed
+    if parent_actions:
+        requests.append({"Update": shard_request(model, key, 0, condition=condition, actions=parent_actions)})
+    else:
+        requests.append({"ConditionCheck": shard_request(model, key, 0, condition=condition)})
+    return requests

@@ -35,15 +35,16 @@ class ModelSpec:
     :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
     :ivar fragile: the attributes whose value on an instance may load otherwise once stored (those with a
       ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
-    :ivar requests: a memo the planner keeps for this model's items as parents: each shape of counter Update it
-      built (which deltas, which feeds, which guard), as a request to copy with another key. Requests depend on
-      nothing but the declarations and the shape, so they are kept with the declarations.
+    :ivar requests: a memo kept for this model's items as parents (``_parent_update.parent_request``): each shape of
+      counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
+      the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
+      with the declarations.
     """
 
     counters: Dict[str, CounterField]
     relations: Tuple[Relation, ...]
     fragile: Tuple[str, ...] = ()
-    requests: Dict[Any, Dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+    requests: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def shard_count(self) -> int:

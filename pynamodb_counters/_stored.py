@@ -17,13 +17,13 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
 from ._compat import key_of
-from ._spec import spec_of
+from ._spec import relations_of, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Stored", "as_loaded", "forget", "known_values", "remember", "stored_of"]
+__all__ = ["Stored", "as_loaded", "deciding", "forget", "known_values", "remember", "stored_of"]
 
 _MEMORY = "_pynamodb_counters_stored"  # on a counted child: the raw item it was loaded from, or last saved as
 
@@ -111,6 +111,14 @@ def as_loaded(instance: Model) -> Model:
             if value is None or (isinstance(value, (set, frozenset)) and not value):
                 return type(instance).from_raw_data(instance.serialize(null_check=False))
     return instance
+
+
+def deciding(model: Type[Model], *states: Model) -> List[str]:
+    """The non-key attributes that decide a counted child's parents (read by its relations), in any of
+    ``states``: what a counted edit, update or delete is conditioned on."""
+    keys = {model._hash_keyname, model._range_keyname}
+    names = {name for state in states for relation in relations_of(model) for name in relation.read_attributes(state)}
+    return sorted(names - keys)
 
 
 def remember(instance: Any, item: Dict[str, Any]) -> None:

@@ -35,17 +35,18 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.models import Model
 
+from ._actions import Action, ChildAction, ChildEdit, RollupCheck
 from ._chunks import Entry, plan_chunks
-from ._operations import Operation, delete_operation, save_operation
-from ._outcomes import most_fundamental, names_parents
-from ._pipeline import Refused, commit, policy_for
-from ._planner import MAX_ACTIONS, plan
-from ._plans import Slot
+from ._commit import Refused, Work, commit, policy_for
+from ._deltas import Counting, names_parents
+from ._plan import MAX_ACTIONS
 from ._reads import stored_child
+from ._refusals import most_fundamental
 from ._results import WriteResult
-from ._retries import DEFAULT_RETRY_POLICY, RetryPolicy
+from ._send import DEFAULT_RETRY_POLICY, RetryPolicy
 from ._spec import relations_of
 from ._stored import remember
+from ._writes import Write, delete_write, save_write
 from .exceptions import (
     BulkWriteError,
     CountedWriteError,
@@ -186,9 +187,9 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
                   for position, (operation, child) in enumerate(operations)]
     chunks = plan_chunks(operations, max_actions, skip=set(progress.outcomes))
     planned = [_planned(chunk, max_actions) for chunk in chunks]  # raises before anything is sent
-    for position, (chunk, chunk_operations) in enumerate(zip(chunks, planned)):
+    for position, (chunk, chunk_writes) in enumerate(zip(chunks, planned)):
         try:
-            _write_chunk(chunk, chunk_operations, retry, progress)
+            _write_chunk(chunk, chunk_writes, retry, progress)
         except Exception as unexpected:
             raise _stopped(unexpected, operations, chunk, chunks[position + 1:], progress) from unexpected
     return progress.result(operations)
@@ -239,37 +240,36 @@ def _as_stored(position: int, operation: str, child: Model, progress: _Progress)
     return operation, child
 
 
-def _operations(entries: Sequence[Entry]) -> List[Operation]:
-    return [(save_operation if operation == "save" else delete_operation)(child) for _, operation, child in entries]
+def _writes(entries: Sequence[Entry]) -> List[Write]:
+    return [(save_write if operation == "save" else delete_write)(child) for _, operation, child in entries]
 
 
-def _planned(entries: List[Entry], max_actions: int) -> List[Operation]:
+def _planned(entries: List[Entry], max_actions: int) -> List[Write]:
     """Plan the transaction of ``entries`` (pure), to raise what it would raise before anything is sent; returns
-    their operations, for the chunk's first round.
+    their writes, for the chunk's first round.
 
     :raises TransactionTooLargeError: the plan has more than ``max_actions`` actions.
     """
-    operations = _operations(entries)
-    actions = len(plan(operations, "planned").items)
+    writes = _writes(entries)
+    actions = len(Work(writes, "planned").plan().actions)
     if actions > max_actions:
         raise TransactionTooLargeError(f"a chunk of this bulk write has {actions} actions, more than "
                                        f"max_actions={max_actions}. Nothing was sent")
-    return operations
+    return writes
 
 
-def _write_chunk(chunk: List[Entry], first: List[Operation], retry: Optional[RetryPolicy],
-                 progress: _Progress) -> None:
-    """Commit one chunk through the commit pipeline; drop the children DynamoDB refuses and commit the rest as a
-    new transaction, until it commits. Every child's outcome goes to ``progress``; a :class:`CounterError` fails
-    the children still pending. ``first`` are the chunk's operations as planned; a later round, without the
-    refused children, builds its own."""
+def _write_chunk(chunk: List[Entry], first: List[Write], retry: Optional[RetryPolicy], progress: _Progress) -> None:
+    """Commit one chunk; drop the children DynamoDB refuses and commit the rest as a new transaction, until it
+    commits. Every child's outcome goes to ``progress``; a :class:`CounterError` fails the children still
+    pending. ``first`` are the chunk's writes as planned; a later round, without the refused children, builds its
+    own."""
     pending = list(chunk)
     full_rounds = 0
-    operations = first
+    writes = first
     while pending:
-        policy = policy_for(operations, retry)
+        policy = policy_for(writes, retry)
         try:
-            outcome = commit(operations, str(uuid.uuid4()), policy, on_request=progress.count_request)
+            outcome = commit(writes, str(uuid.uuid4()), policy, on_request=progress.count_request)
         except CounterError as failure:  # retries exhausted, a request DynamoDB rejects, unreadable reasons
             if len(pending) > 1 and isinstance(failure, TransactionError) and \
                     failure.cause_response_code == "ValidationException":
@@ -277,21 +277,21 @@ def _write_chunk(chunk: List[Entry], first: List[Operation], retry: Optional[Ret
                 # attribute cannot hold); halves are sent apart until that child fails alone
                 half = len(pending) // 2
                 for part in (pending[:half], pending[half:]):
-                    _write_chunk(part, _operations(part), retry, progress)
+                    _write_chunk(part, _writes(part), retry, progress)
                 return
             progress.decide(pending, "failed", failure)
             return
-        if isinstance(outcome, WriteResult):  # committed (now, or on an attempt whose response was lost)
-            progress.results.append(outcome)
-            for entry, op in zip(pending, operations):
-                status = "changed" if op.kind == "counted_edit" else "added" if entry[1] == "save" else "removed"
+        if not isinstance(outcome, Refused):  # committed (now, or on an attempt whose response was lost)
+            progress.results.append(outcome.result)
+            for entry, action in zip(pending, outcome.plan.children):
+                status = "changed" if isinstance(action, ChildEdit) else "added" if entry[1] == "save" else "removed"
                 progress.decide([entry], status)
             return
-        blamed = _blame(pending, operations, outcome)
+        blamed = _blame(pending, outcome)
         if not blamed and full_rounds < (policy or DEFAULT_RETRY_POLICY).max_attempts and \
                 all(isinstance(error, LimitExceededError) for _, error in outcome.refused):
             full_rounds += 1  # every child fits the room now stored: the parent changed meanwhile, send again
-            operations = _operations(pending)
+            writes = _writes(pending)
             continue
         if not blamed:  # nothing to drop: the refusal is not any child's
             progress.decide(pending, "failed", outcome.error)
@@ -303,10 +303,10 @@ def _write_chunk(chunk: List[Entry], first: List[Operation], retry: Optional[Ret
                 if isinstance(error, LimitExceededError):
                     send_safely(limit_rejected, type(entry[2]), instance=entry[2], error=error)
         pending = [entry for entry in pending if entry[0] not in blamed]
-        operations = _operations(pending)
+        writes = _writes(pending)
 
 
-def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) -> Dict[int, CounterError]:
+def _blame(pending: List[Entry], refusal: Refused) -> Dict[int, CounterError]:
     """Which pending children each refusal is about, and the one error each is reported with: of its own action's
     refusal and its parents' refusals, the one a single write of it would raise (:func:`most_fundamental`).
 
@@ -317,42 +317,44 @@ def _blame(pending: List[Entry], operations: List[Operation], refusal: Refused) 
     A limit is admission control, exactly: of the children adding to a full (or nearly full) parent, those that
     fit in the room the stored count leaves are kept, in input order, and only the others are refused
     (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
-    def counted_into(slot: Slot, op: Operation) -> bool:
-        return any(c.parent is slot.model and c.key == slot.key and c.shard == slot.shard for c in op.changes) or \
-            (slot.kind == "gone" and (slot.model, slot.key) in op.gone_parents)
+    countings: List[Counting] = [counting for counting in refusal.countings if counting is not None]
+
+    def counted_into(action: Action, counting: Counting) -> bool:
+        return any(c.parent is action.model and c.key == action.key and c.shard == action.shard
+                   for c in counting.deltas.changes) or \
+            (isinstance(action, RollupCheck) and (action.model, action.key) in counting.gone)
 
     errors: Dict[int, List[CounterError]] = {}
-    for slot, error in refusal.refused:
-        if slot.is_child:
-            for (n, _, _), op in zip(pending, operations):
-                if op.instance is slot.instance:
-                    errors.setdefault(n, []).append(error)
-    missing = [op for (n, _, _), op in zip(pending, operations)
+    for action, error in refusal.refused:
+        if isinstance(action, ChildAction):
+            errors.setdefault(pending[action.index][0], []).append(error)
+    missing = [counting for (n, _, _), counting in zip(pending, countings)
                if any(isinstance(error, MissingChildError) for error in errors.get(n, ()))]
-    for slot, error in refusal.refused:
-        if slot.is_child:
+    for action, error in refusal.refused:
+        if isinstance(action, ChildAction):
             continue
-        if isinstance(error, CounterUnderflowError) and any(counted_into(slot, op) for op in missing):
+        if isinstance(error, CounterUnderflowError) and any(counted_into(action, counting) for counting in missing):
             continue
-        admitted = _admitted(slot, error, pending, operations) if isinstance(error, LimitExceededError) else set()
-        for (n, _, _), op in zip(pending, operations):
-            if counted_into(slot, op) and n not in admitted:
+        admitted = _admitted(action, error, pending, countings) if isinstance(error, LimitExceededError) else set()
+        for (n, _, _), counting in zip(pending, countings):
+            if counted_into(action, counting) and n not in admitted:
                 errors.setdefault(n, []).append(error)
     return {n: most_fundamental(found) for n, found in errors.items()}
 
 
-def _admitted(slot: Slot, error: LimitExceededError, pending: List[Entry], operations: List[Operation]) -> Set[int]:
+def _admitted(parent: Action, error: LimitExceededError, pending: List[Entry], countings: List[Counting]
+              ) -> Set[int]:
     """The children, by input position, that fit in the room a limited parent has: every child taking from the
     counter, and, in input order, each one adding to it while the room (the limit, less the stored count, plus
     what the others take) lasts."""
-    def delta(op: Operation) -> int:
-        return sum(c.delta for c in op.changes
-                   if c.parent is slot.model and c.key == slot.key and c.attribute == error.attribute)
+    def delta(counting: Counting) -> int:
+        return sum(c.delta for c in counting.deltas.changes
+                   if c.parent is parent.model and c.key == parent.key and c.attribute == error.attribute)
 
-    room = error.limit - error.stored - sum(delta(op) for op in operations if delta(op) < 0)
+    room = error.limit - error.stored - sum(delta(counting) for counting in countings if delta(counting) < 0)
     admitted = set()
-    for (n, _, _), op in zip(pending, operations):
-        change = delta(op)
+    for (n, _, _), counting in zip(pending, countings):
+        change = delta(counting)
         if change <= 0 or change <= room:
             admitted.add(n)
             room -= max(change, 0)

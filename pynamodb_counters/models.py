@@ -12,32 +12,25 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Ty
 from pynamodb.exceptions import DeleteError, PynamoDBException, UpdateError
 
 from ._base import SHARD_COUNT, CountedBase
+from ._commit import Refused, commit, policy_for
 from ._compat import ParentKey, key_attributes, key_of, serialize_key
+from ._conditions import discriminator_condition, pending_fold, pending_fold_message
 from ._context import counting_skipped
+from ._guards import UNSET, check_token, counted_options, given, guard_update, refuse_options, value
 from ._items import count_of
-from ._operations import Operation, check_token, delete_operation, save_operation, update_operation
-from ._pipeline import Refused, commit, policy_for
 from ._reads import read_totals
-from ._requests import (
-    check_counters_unchanged,
-    discriminator_condition,
-    guard_update,
-    parent_save_actions,
-    pending_fold,
-    pending_fold_message,
-)
 from ._results import WriteResult
-from ._retries import RetryPolicy
+from ._send import RetryPolicy
 from ._shard_items import create_shards
 from ._shards import is_shard_item, not_a_shard, shard_item_message
 from ._spec import counters_of, relations_of, shard_count
-from ._stored import remember
+from ._stored import remember, stored_of
+from ._writes import Write, WriteKind, delete_write, save_write, update_write
 from .exceptions import (
     ConditionFailedError,
     CountedWriteError,
     CountingBypassError,
     DuplicateChildError,
-    InvalidArgumentError,
     MissingChildError,
 )
 
@@ -48,8 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .attributes import CounterField
 
 __all__ = ["CounterMixin"]
-
-_UNSET: Any = object()  # a counting option the caller did not give
 
 class CounterMixin(CountedBase):
     """Makes ``save()``, ``delete()``, ``update()`` and ``batch_write()`` of a PynamoDB model keep counters exact.
@@ -81,8 +72,8 @@ class CounterMixin(CountedBase):
     """
 
     # -- writes ----------------------------------------------------------------------------------------------
-    def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = _UNSET,
-             retry: Optional[RetryPolicy] = _UNSET, token: Optional[str] = _UNSET, **kwargs: Any) -> Any:
+    def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = UNSET,
+             retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
         """Save: counted on a child, counter-preserving on a parent, plain PynamoDB otherwise.
 
         :param condition: a PynamoDB condition, combined with the library's guard.
@@ -99,29 +90,19 @@ class CounterMixin(CountedBase):
         """
         model = type(self)
         if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
-            options = _given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token)
-            return super().save(condition, *args, **options)  # type: ignore[misc]
+            return super().save(condition, *args,  # type: ignore[misc]
+                                **given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
         if counting_skipped(model):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
-        options = _counted_options(args, kwargs) if args or kwargs else {}
-        if not relations_of(model):  # a parent only: one UpdateItem that refreshes the instance
-            _refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
-            check_counters_unchanged(self)
-            actions = parent_save_actions(self)  # type: ignore[arg-type]
-            guard = not_a_shard() if condition is None else not_a_shard() & condition  # never over a shard item
-            try:
-                data = super().update(actions, condition=guard, **options)  # type: ignore[misc]
-            except UpdateError as error:
-                self._refuse_over_a_shard(error)
-                raise
-            if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
-                create_shards(model, [self], saved=True)  # type: ignore[arg-type]
-            return data
-        operation = save_operation(self, condition, **options)  # type: ignore[arg-type]
-        return _commit_one(operation, retry, token, DuplicateChildError if _value(ignore_duplicate) else None)
+        options = counted_options(args, kwargs) if args or kwargs else {}
+        write = save_write(self, condition, **options)  # type: ignore[arg-type]
+        if write.kind is WriteKind.PARENT_SAVE:  # one UpdateItem that refreshes the instance
+            refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
+            return self._save_parent(write, options)
+        return _commit_one(write, retry, token, DuplicateChildError if value(ignore_duplicate) else None)
 
-    def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = _UNSET,
-               retry: Optional[RetryPolicy] = _UNSET, token: Optional[str] = _UNSET, **kwargs: Any) -> Any:
+    def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = UNSET,
+               retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
         """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
         PynamoDB otherwise.
 
@@ -132,16 +113,16 @@ class CounterMixin(CountedBase):
         """
         model = type(self)
         if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
-            options = _given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token)
-            return super().delete(condition, *args, **options)  # type: ignore[misc]
+            return super().delete(condition, *args,  # type: ignore[misc]
+                                  **given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token))
         if counting_skipped(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
         if not relations_of(model):
-            _refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
+            refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
         if not relations_of(model) and shard_count(model) == 1:
             return self._delete_parent(condition, args, kwargs)
-        operation = delete_operation(self, condition, **_counted_options(args, kwargs))  # type: ignore[arg-type]
-        return _commit_one(operation, retry, token, MissingChildError if _value(ignore_missing) else None)
+        write = delete_write(self, condition, **counted_options(args, kwargs))  # type: ignore[arg-type]
+        return _commit_one(write, retry, token, MissingChildError if value(ignore_missing) else None)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
                **kwargs: Any) -> Any:
@@ -160,26 +141,25 @@ class CounterMixin(CountedBase):
         """
         model = type(self)
         counted = (relations_of(model) or counters_of(model)) and not counting_skipped(model)
-        retry, token = (kwargs.pop("retry", _UNSET), kwargs.pop("token", _UNSET)) if counted else (_UNSET, _UNSET)
+        retry, token = (kwargs.pop("retry", UNSET), kwargs.pop("token", UNSET)) if counted else (UNSET, UNSET)
         if not isinstance(actions, list) or not relations_of(model) or counting_skipped(model):
             if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
                 guard_update(self, actions)  # type: ignore[arg-type]
-                _refuse_options(self, "update", retry=retry, token=token)
+                refuse_options(self, "update", retry=retry, token=token)
             return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
-        operation = update_operation(self, actions, condition,  # type: ignore[arg-type]
-                                     **_counted_options(args, kwargs) if args or kwargs else {})
-        if operation.kind != "counted_update":
-            _refuse_options(self, "update", retry=retry, token=token)
+        write = update_write(self, actions, condition,  # type: ignore[arg-type]
+                             **counted_options(args, kwargs) if args or kwargs else {})
+        if write.kind is not WriteKind.UPDATE:
+            refuse_options(self, "update", retry=retry, token=token)
             return self._update_stored(actions, condition, args, kwargs)
-        result = _commit_one(operation, retry, token, None)
-        if operation.unknown:
+        result = _commit_one(write, retry, token, None)
+        stored = stored_of(self)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
+        if write.unknown or stored is None:
             self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
         else:
-            assert operation.after is not None
-            stored = operation.after.view  # as PynamoDB's update() loads what it returns: defaults applied
-            for name in operation.known:
-                setattr(self, name, getattr(stored, name))
-            remember(self, operation.after.item)
+            for name in write.known:  # as PynamoDB's update() loads what it returns: defaults applied
+                setattr(self, name, getattr(stored.view, name))
+            remember(self, stored.item)
         return result
 
     def _update_stored(self, actions: List[Action], condition: Optional[Condition], args: Tuple[Any, ...],
@@ -272,6 +252,21 @@ class CounterMixin(CountedBase):
                                            model=model, key=key) from error
             raise
 
+    def _save_parent(self, write: Write, options: Dict[str, Any]) -> Any:
+        """A parent's save: PynamoDB's UpdateItem of every attribute but its counters (which refreshes the
+        instance from the stored item), never over another parent's shard item; then, for a parent with sharded
+        counters that records fewer shard items than it declares, those shard items (``_shard_items``)."""
+        model = type(self)
+        guard = not_a_shard() if write.condition is None else not_a_shard() & write.condition
+        try:
+            data = super().update(list(write.actions), condition=guard, **options)  # type: ignore[misc]
+        except UpdateError as error:
+            self._refuse_over_a_shard(error)
+            raise
+        if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
+            create_shards(model, [self], saved=True)  # type: ignore[arg-type]
+        return data
+
     def _refuse_over_a_shard(self, error: PynamoDBException) -> Optional[Dict[str, Any]]:
         """After a parent's own save or delete was refused by a condition: the stored item, read strongly
         consistently (``None`` when the refusal was not a condition's).
@@ -339,19 +334,18 @@ class CounterMixin(CountedBase):
         return super().batch_write(*args, **kwargs)  # type: ignore[misc]
 
 
-def _commit_one(operation: Operation, retry: Any, token: Any,
-                quiet: Optional[Type[CountedWriteError]]) -> WriteResult:
-    """Commit one counted write through the commit pipeline, as a one-operation transaction would; a refusal of
-    the ``quiet`` kind (a duplicate, a missing child) is a result saying so, any other refusal is raised."""
-    chosen = check_token(_value(token))
+def _commit_one(write: Write, retry: Any, token: Any, quiet: Optional[Type[CountedWriteError]]) -> WriteResult:
+    """Commit one counted write, as a one-write transaction would; a refusal of the ``quiet`` kind (a duplicate,
+    a missing child) is a result saying so, any other refusal is raised."""
+    chosen = check_token(value(token))
     try:
-        outcome = commit([operation], chosen, policy_for([operation], _value(retry)))
+        outcome = commit([write], chosen, policy_for([write], value(retry)))
     except MissingChildError:  # a key-only delete found no stored child to read
         if quiet is MissingChildError:
             return WriteResult(token=chosen, missing=True)
         raise
     if not isinstance(outcome, Refused):
-        return outcome
+        return outcome.result
     if quiet is not None and isinstance(outcome.error, quiet):
         return WriteResult(token=outcome.plan.token, duplicate=quiet is DuplicateChildError,
                            missing=quiet is MissingChildError)
@@ -367,40 +361,5 @@ def _bypass(instance: Any, operation: str, why: str) -> CountingBypassError:
         f"TransactWriteItems), or skip_counting() for a deliberate backfill. Nothing was sent")
 
 
-def _given(kwargs: Dict[str, Any], **options: Any) -> Dict[str, Any]:
-    """``kwargs`` plus the counting options the caller did give, for a model that counts nothing: PynamoDB then
-    refuses them with its own ``TypeError``, as it would without the mixin."""
-    return {**kwargs, **{name: value for name, value in options.items() if value is not _UNSET}}
 
 
-def _refuse_options(instance: Any, write: str, **options: Any) -> None:
-    """Refuse the counting options given to a write that is not counted (a parent's save or delete, an update that
-    changes nothing a child counts by): dropping them silently would promise what the write does not do.
-
-    :raises InvalidArgumentError: naming them, and what the write is.
-    """
-    given = sorted(name for name, value in options.items() if value is not _UNSET)
-    if not given:
-        return
-    model = type(instance)
-    what = (f"{model.__name__}.{write}() changes nothing its counters count by, so it is PynamoDB's own UpdateItem"
-            if relations_of(model) else
-            f"{model.__name__} is a parent, so its {write}() is PynamoDB's own write (counters kept as stored)")
-    raise InvalidArgumentError(f"{what}: {', '.join(f'{name}=' for name in given)} apply to counted writes of "
-                               f"children (save, delete, and updates of what they count by); leave them out. "
-                               f"Nothing was written")
-
-
-def _value(option: Any) -> Any:
-    """A counting option's value, ``None`` (the default) when it was not given."""
-    return None if option is _UNSET else option
-
-
-def _counted_options(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """The PynamoDB keyword arguments a counted or parent write honours: ``add_version_condition`` only."""
-    unknown = sorted(set(kwargs) - {"add_version_condition"})
-    if args or unknown:
-        raise InvalidArgumentError(f"counted writes take condition=, add_version_condition=, retry= and token=; not "
-                        f"{', '.join(unknown) or 'extra positional arguments'} (PynamoDB 5's per-call settings: use "
-                        f"Meta.extra_headers)")
-    return dict(kwargs)

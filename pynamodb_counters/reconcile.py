@@ -34,11 +34,11 @@ from pynamodb.expressions.condition import Condition
 
 from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, feeder_id, legacy_feeder_id, same_class
 from ._compat import ParentKey, discriminator_of, key_attributes, normalize_key, serialize_key
+from ._conditions import discriminator_condition, parent_condition, sequence_is
 from ._costs import read_units
 from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
 from ._reads import read_shards, scan_parents
 from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
-from ._requests import discriminator_condition, parent_condition, sequence_is
 from ._set_counter import write_total
 from ._spec import all_relations, feeders_of, shard_count
 from .attributes import CounterField

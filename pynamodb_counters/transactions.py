@@ -2,20 +2,20 @@
 :class:`CountedTransaction`: counted saves and deletes, and any other PynamoDB writes, committed as one
 TransactWriteItems.
 
-It collects operations; :meth:`~CountedTransaction.plan` shows the request (pure, see ``_planner`` for what a
-plan guarantees) and :meth:`~CountedTransaction.commit` sends it through the commit pipeline
-(``_pipeline``), as ``save()`` and ``delete()`` do.
+It collects writes; :meth:`~CountedTransaction.plan` shows the request (pure, see ``_plan`` for what a plan
+guarantees) and :meth:`~CountedTransaction.commit` sends it through the commit (``_commit``), as ``save()`` and
+``delete()`` do.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type
 
-from ._operations import Operation, check_operation, check_token, delete_operation, save_operation, update_operation
-from ._pipeline import Refused, commit, policy_for
-from ._planner import MAX_ACTIONS, plan
-from ._plans import Plan
+from ._commit import Refused, Work, commit, policy_for
+from ._guards import check_token
+from ._plan import MAX_ACTIONS, Plan
 from ._results import WriteResult
-from ._retries import RetryPolicy
+from ._send import RetryPolicy
+from ._writes import Write, check_write, delete_write, save_write, update_write
 from .exceptions import InvalidTransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,7 +52,7 @@ class CountedTransaction:
         self.retry = retry
         self.return_consumed_capacity = return_consumed_capacity
         self.result: Optional[WriteResult] = None
-        self._pending: List[Operation] = []
+        self._pending: List[Write] = []
         self._sent = False
 
     # -- collecting ------------------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ class CountedTransaction:
         """Add ``instance``: counted (a guarded Put plus its counter deltas) when its model is a counted child,
         otherwise an ordinary Put (a parent's counters are never overwritten: see :meth:`update`)."""
         self._check_open()
-        self._pending.append(save_operation(instance, condition))
+        self._pending.append(save_write(instance, condition))
 
     def delete(self, instance: Model, condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
@@ -71,7 +71,7 @@ class CountedTransaction:
         them holding the instance's values, and :meth:`commit` learns the stored ones from a refusal (or, for an
         instance built from its key alone, from one strongly consistent GetItem) and sends again."""
         self._check_open()
-        self._pending.append(delete_operation(instance, condition, add_version_condition=add_version_condition))
+        self._pending.append(delete_write(instance, condition, add_version_condition=add_version_condition))
 
     def update(self, instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> None:
@@ -82,15 +82,14 @@ class CountedTransaction:
           relations read to find the parent.
         """
         self._check_open()
-        self._pending.append(update_operation(instance, actions, condition,
-                                              add_version_condition=add_version_condition))
+        self._pending.append(update_write(instance, actions, condition, add_version_condition=add_version_condition))
 
     def condition_check(self, model: Type[Model], hash_key: Any, range_key: Any = None, *,
                         condition: Condition) -> None:
         """Require ``condition`` on an item for the transaction to commit."""
         self._check_open()
         key = (hash_key,) if range_key is None else (hash_key, range_key)
-        self._pending.append(check_operation(model, key, condition))
+        self._pending.append(check_write(model, key, condition))
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -108,7 +107,7 @@ class CountedTransaction:
         :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
         :raises ParentKeyError: a relation's key function gave an unusable parent key.
         """
-        return plan(self._pending, self.token)
+        return Work(self._pending, self.token).plan()
 
     # -- committing (I/O) ------------------------------------------------------------------------------------
     def commit(self) -> WriteResult:
@@ -126,9 +125,9 @@ class CountedTransaction:
         if isinstance(outcome, Refused):
             self.token = outcome.plan.token
             outcome.raise_error()
-        self.result = outcome
-        self.token = outcome.token
-        return outcome
+        self.result = outcome.result
+        self.token = outcome.result.token
+        return outcome.result
 
     def retry_policy(self) -> Optional[RetryPolicy]:
         """The retry policy this transaction uses: its own, else the first model's ``Meta.counter_retry``."""

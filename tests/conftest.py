@@ -67,3 +67,15 @@ def point_models_at(host: Optional[str]) -> None:
     for model in ALL_MODELS:
         model.Meta.host = host
         model._connection = None
+
+
+@pytest.fixture(autouse=True)
+def held_shapes_are_fresh() -> Iterator[None]:
+    """After every test: each shape of a parent's counter Update the test left held (the memo that copies a
+    request with the next key) is the request built afresh for it, while the declarations still give it that
+    shape. Every shape the suite writes is checked so."""
+    from pynamodb_counters._parent_update import stale_shapes
+
+    yield
+    stale = [(model.__name__, held, fresh) for model, held, fresh in stale_shapes()]
+    assert stale == [], stale

@@ -62,7 +62,7 @@ def sent() -> Iterator[List[Tuple[str, int]]]:
     def record(request: Any, **_: Any) -> None:
         calls.append(("TransactWriteItems", len(__import__("json").loads(request.body)["TransactItems"])))
 
-    from pynamodb_counters._compat import transact_client
+    from pynamodb_counters._send import transact_client
 
     client = transact_client(Message)
     client.meta.events.register("before-send.dynamodb.TransactWriteItems", record)
@@ -543,24 +543,24 @@ def test_repair_of_conditional_and_sum_counters_sets_what_the_children_add_up_to
 
 def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_is_created_meanwhile(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pynamodb_counters import _pipeline
+    from pynamodb_counters import _commit
 
     thread()
     message(words=2).save()
     mine = loaded()
     loaded().delete()  # deleted after mine was loaded: my edit is refused, learned as absent, sent as new
     calls: List[int] = []
-    real_send = _pipeline.send
+    real_send = _commit.send
 
     def send(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 2:  # between my edit's refusal and its create: another writer creates the message
-            monkeypatch.setattr(_pipeline, "send", real_send)
+            monkeypatch.setattr(_commit, "send", real_send)
             message(status="published", words=40).save()
-            monkeypatch.setattr(_pipeline, "send", send)
+            monkeypatch.setattr(_commit, "send", send)
         return real_send(*args, **kwargs)
 
-    monkeypatch.setattr(_pipeline, "send", send)
+    monkeypatch.setattr(_commit, "send", send)
     mine.words = 5
     result = mine.save()  # refused as a duplicate, learned as an edit of what is stored now, sent again
     assert len(calls) == 3 and result.attempts == 3

@@ -10,7 +10,7 @@ import botocore.exceptions
 import pytest
 from pynamodb.exceptions import CancellationReason, PynamoDBException, TransactWriteError, UpdateError
 
-from pynamodb_counters._compat import transact_client
+from pynamodb_counters._send import transact_client
 from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,

@@ -67,13 +67,14 @@ def test_an_unreachable_endpoint_gives_up_without_leaking_credentials(caplog: py
 
 @pytest.mark.usefixtures("dynamodb")
 def test_another_region_has_no_such_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    for model in (Like, Post):
-        monkeypatch.setattr(model.Meta, "region", "eu-west-1")
-        monkeypatch.setattr(model, "_connection", None)
-    with pytest.raises(TransactionError, match="ResourceNotFoundException"):
-        like().save()
-    for model in (Like, Post):
-        model._connection = None
+    with monkeypatch.context() as patch:  # undone before the backend deletes its tables, in their own region
+        for model in (Like, Post):
+            patch.setattr(model.Meta, "region", "eu-west-1")
+            patch.setattr(model, "_connection", None)
+        with pytest.raises(TransactionError, match="ResourceNotFoundException"):
+            like().save()
+        for model in (Like, Post):
+            model._connection = None
 
 
 def test_an_empty_transaction_is_refused() -> None:

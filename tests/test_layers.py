@@ -12,17 +12,16 @@ PACKAGE = Path(pynamodb_counters.__file__).parent
 
 LAYERS: Dict[str, int] = {
     # 0: foundations every layer may use
-    "exceptions": 0, "signals": 0, "_results": 0, "_context": 0, "_retries": 0, "_costs": 0, "_compat": 0,
+    "exceptions": 0, "signals": 0, "_results": 0, "_context": 0, "_costs": 0, "_compat": 0,
     # 1: declarations
     "_base": 1, "attributes": 1, "_shards": 1, "relations": 1, "_spec": 1,
-    # 2: requests, pure
-    "_plans": 2, "_items": 2, "_stored": 2, "_deltas": 2, "_requests": 2, "_operations": 2, "_planner": 2,
-    "_outcomes": 2, "_chunks": 2,
-    # 3: I/O
-    "_connection": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_pipeline": 3,
+    # 2: the write path, pure: a caller's write, what a child is stored as, its deltas, the actions of a plan
+    "_items": 2, "_stored": 2, "_guards": 2, "_writes": 2, "_deltas": 2, "_conditions": 2, "_actions": 2,
+    "_parent_update": 2, "_plan": 2, "_chunks": 2,
+    # 3: I/O: sending, reading, and what a refusal teaches (some recoveries write)
+    "_send": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_refusals": 3, "_recoveries": 3, "_commit": 3,
     # 4: operations
-    "_reports": 4, "transactions": 4, "models": 4, "bulk": 4, "reconcile": 4, "resharding": 4,
-    "feeders": 4,
+    "_reports": 4, "transactions": 4, "models": 4, "bulk": 4, "reconcile": 4, "resharding": 4, "feeders": 4,
     # 5: entry points
     "__init__": 5, "cli": 5, "demo": 5, "pytest_plugin": 5, "__main__": 5, "testing": 5,
 }
@@ -101,5 +100,5 @@ def test_no_package_import_hides_inside_a_function() -> None:
 
 def test_the_pure_layers_import_no_sender() -> None:
     graph = _graph()
-    assert {module: graph[module] & {"_connection", "_reads", "_pipeline"} for module in PURE
-            if graph[module] & {"_connection", "_reads", "_pipeline"}} == {}
+    assert {module: graph[module] & {"_send", "_reads", "_commit"} for module in PURE
+            if graph[module] & {"_send", "_reads", "_commit"}} == {}

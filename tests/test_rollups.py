@@ -166,20 +166,20 @@ def test_parent_defaults_that_fail_or_name_other_things_write_nothing(defaults: 
 
 def _meanwhile(monkeypatch: pytest.MonkeyPatch, on_call: int, other_writer: Any) -> list:
     """Run ``other_writer`` just before the ``on_call``-th TransactWriteItems of the write under test."""
-    from pynamodb_counters import _pipeline
+    from pynamodb_counters import _commit
 
     calls: list = []
-    real_send = _pipeline.send
+    real_send = _commit.send
 
     def send(*args: Any, **kwargs: Any) -> Any:
         calls.append(args[1])
         if len(calls) == on_call:
-            monkeypatch.setattr(_pipeline, "send", real_send)
+            monkeypatch.setattr(_commit, "send", real_send)
             other_writer()
-            monkeypatch.setattr(_pipeline, "send", send)
+            monkeypatch.setattr(_commit, "send", send)
         return real_send(*args, **kwargs)
 
-    monkeypatch.setattr(_pipeline, "send", send)
+    monkeypatch.setattr(_commit, "send", send)
     return calls
 
 

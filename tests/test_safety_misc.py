@@ -28,7 +28,7 @@ from pynamodb_counters import (
 )
 from pynamodb_counters._base import SHARD
 from pynamodb_counters._chunks import plan_chunks
-from pynamodb_counters._compat import transact_client
+from pynamodb_counters._send import transact_client
 from pynamodb_counters.exceptions import (
     BulkWriteError,
     MissingChildError,

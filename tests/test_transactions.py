@@ -37,7 +37,7 @@ def test_a_like_is_the_documented_transaction() -> None:
     assert expand(update["Update"], "UpdateExpression") == \
         "ADD like_tally 1, _cseq 1, _cfeed {like_tally<prefix=LIKE#}"
     assert expand(update["Update"], "ConditionExpression") == "attribute_exists (pk)"
-    assert [slot.kind for slot in plan.slots] == ["put", "parent"]
+    assert [type(action).__name__ for action in plan.actions] == ["ChildPut", "ParentUpdate"]
 
 
 def test_an_unlike_is_the_mirror_with_a_floor_of_zero() -> None:

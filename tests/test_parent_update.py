@@ -1,5 +1,6 @@
-"""The planner builds each shape of a parent's counter Update once through PynamoDB, then copies it with another
-key (``ModelSpec.requests``). A copied request must be the very request PynamoDB would build for that key."""
+"""A parent's counter Update is built once per shape through PynamoDB, then copied with another key
+(``_parent_update.parent_request``, held in ``ModelSpec.requests``). A copied request must be the very request
+PynamoDB would build for that key (and the suite checks every shape it holds after each test: ``conftest.py``)."""
 from __future__ import annotations
 
 from typing import Any, Iterator, List
@@ -7,10 +8,11 @@ from typing import Any, Iterator, List
 import pytest
 from pynamodb.models import Model
 
-from pynamodb_counters import _planner
-from pynamodb_counters._operations import delete_operation, save_operation
-from pynamodb_counters._planner import plan
+from pynamodb_counters import _parent_update
+from pynamodb_counters._commit import Work
+from pynamodb_counters._plan import Plan
 from pynamodb_counters._spec import spec_of
+from pynamodb_counters._writes import Write, delete_write, save_write
 from tests.models import (
     Board,
     Bookmark,
@@ -68,19 +70,23 @@ def fresh_memo() -> Iterator[None]:
     forget_shapes()
 
 
-def built_afresh(operations: List[Any], token: str, monkeypatch: pytest.MonkeyPatch) -> List[Any]:
-    """Each operation planned alone, with no shape held or kept: every Update built through PynamoDB."""
+def plan(writes: List[Write], token: str) -> Plan:
+    return Work(writes, token).plan()
+
+
+def built_afresh(writes: List[Any], token: str, monkeypatch: pytest.MonkeyPatch) -> List[Any]:
+    """Each write planned alone, with no shape held or kept: every Update built through PynamoDB."""
     with monkeypatch.context() as patch:
-        patch.setattr(_planner, "_SHAPES_HELD", 0)
+        patch.setattr(_parent_update, "SHAPES_HELD", 0)
         forget_shapes()
-        return [item for op in operations for item in plan([op], token).items]
+        return [item for write in writes for item in plan([write], token).items]
 
 
 @pytest.mark.usefixtures("fresh_memo")
 @pytest.mark.parametrize("kind", ["save", "delete"])
 def test_a_held_shape_copied_with_another_key_is_the_request_pynamodb_builds_for_that_key(
         kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    operation = save_operation if kind == "save" else delete_operation
+    operation = save_write if kind == "save" else delete_write
     for n in range(3):
         forget_shapes()
         for child in children(100 + n):  # the shapes are built for other keys, and held
@@ -93,12 +99,12 @@ def test_a_held_shape_copied_with_another_key_is_the_request_pynamodb_builds_for
 
 @pytest.mark.usefixtures("fresh_memo")
 def test_a_sum_counter_holds_a_bounded_number_of_shapes() -> None:
-    for words in range(_planner._SHAPES_HELD + 50):
+    for words in range(_parent_update.SHAPES_HELD + 50):
         message = Message(pk=f"MSG#{words}", sk="MSG", thread_id="THREAD#t", words=words)
-        item = plan([save_operation(message)], "tok").items[-1]
+        item = plan([save_write(message)], "tok").items[-1]
         assert item["Update"]["Key"] == {"pk": {"S": "THREAD#t"}, "sk": {"S": "META"}}
         assert {"N": str(words)} in item["Update"]["ExpressionAttributeValues"].values() or words == 0
-    assert len(spec_of(Thread).requests) == _planner._SHAPES_HELD
+    assert len(spec_of(Thread).requests) == _parent_update.SHAPES_HELD
 
 
 @pytest.mark.usefixtures("dynamodb")
@@ -160,7 +166,7 @@ def test_a_counter_redeclared_at_run_time_is_not_planned_from_its_old_shape(
     """The suite redeploys a counter within one process (sharded, unsharded, limited): a held shape must follow."""
     child, counter, value = (Fan(pk="VIDEO#1", sk="FAN#USER#a"), Video.fan_count, 1) if change == "shards" else \
         (Player(pk="GAME#1", sk="PLAYER#a"), Game.players, 1000)
-    operation = delete_operation if change == "shards" else save_operation
+    operation = delete_write if change == "shards" else save_write
     plan([operation(child)], "tok")  # the shape is held
     monkeypatch.setattr(counter, "shards" if change == "shards" else "_limit", value)
     assert plan([operation(child)], "tok").items == built_afresh([operation(child)], "tok", monkeypatch)

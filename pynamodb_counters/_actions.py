@@ -1,0 +1,377 @@
+"""
+The actions of a TransactWriteItems, one small class each: a counted child's :class:`ChildPut`,
+:class:`ChildEdit` and :class:`ChildDelete`, a sharded parent's :class:`ShardItem`, the :class:`RollupCheck`
+that a rollup found gone is still absent, and the caller's own writes (:class:`Passthrough`); a parent's counter
+Update is :class:`~pynamodb_counters._parent_update.ParentUpdate`. Pure, no I/O.
+
+Each action knows its item, builds its request (:meth:`Action.request`) and reads DynamoDB's cancellation reason
+for it into the error it means (:meth:`Action.refusal`): the planner puts them together, the commit sends them
+and hands each refusal back to the action it concerns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+
+from pynamodb.constants import ALL_OLD
+from pynamodb.expressions.condition import Condition
+
+from ._base import EDIT_ID, EDITED_BY, SHARD, SHARD_COUNT, WRITE_ID, CountedBase
+from ._compat import key_attributes, oversized_key, saved_version
+from ._conditions import ItemId, item_id, key_request, pending_fold, pending_fold_message, serialized_key_request
+from ._context import counting_skipped
+from ._deltas import Counting, Deltas
+from ._items import count_of
+from ._shards import foreign_shard_message, is_shard_item, not_a_shard, shard_item_message, shard_key, shard_or_absent
+from ._spec import counters_of, relations_of, shard_count
+from ._stored import Stored, as_loaded, deciding
+from ._writes import Write, WriteKind, parent_save_actions
+from .exceptions import (
+    ConditionFailedError,
+    CounterError,
+    DuplicateChildError,
+    InvalidArgumentError,
+    MissingChildError,
+    TransactionError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import botocore.exceptions
+    from pynamodb.models import Model
+
+__all__ = ["CHECK_FAILED", "Action", "Cancellation", "ChildAction", "ChildDelete", "ChildEdit", "ChildPut",
+           "Passthrough", "RollupCheck", "ShardItem", "pynamodb_view", "shard_items"]
+
+CHECK_FAILED = "ConditionalCheckFailed"
+"""The cancellation reason code of an action whose condition failed."""
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """What DynamoDB said of one action of a cancelled transaction.
+
+    :ivar code: its reason's code (``"ConditionalCheckFailed"``...).
+    :ivar item: the item it returned (``ALL_OLD``), raw, or ``None``.
+    :ivar reasons: every action's reason, as DynamoDB returned them (every error carries them).
+    :ivar error: the botocore error of the cancellation.
+    """
+
+    code: Optional[str]
+    item: Optional[Dict[str, Any]]
+    reasons: Sequence[Dict[str, Any]]
+    error: Optional[botocore.exceptions.ClientError]
+    message: str = ""
+
+
+class Action:
+    """One action of a TransactWriteItems, on one item.
+
+    :ivar model: the item's model.
+    :ivar key: the item's key (a shard item's: its parent's, see :attr:`shard`).
+    :ivar where: the item's identity in the transaction (table, serialized key).
+    """
+
+    verb: ClassVar[str] = ""
+    shard: int = 0
+
+    def __init__(self, model: Type[Model], key: Tuple[Any, ...], where: Optional[ItemId] = None) -> None:
+        self.model = model
+        self.key = key
+        self.where = where if where is not None else item_id(model, key)
+
+    @property
+    def label(self) -> str:
+        """The item, as errors name it."""
+        return f"{self.model.__name__} {self.key!r}"
+
+    def request(self, token: str) -> Dict[str, Any]:
+        """The action's request, for a transaction sent with ``token``."""
+        raise NotImplementedError
+
+    def refusal(self, said: Cancellation) -> CounterError:
+        """The error DynamoDB's refusal of this action means."""
+        if said.code != CHECK_FAILED:
+            return TransactionError(f"DynamoDB cancelled the transaction: {said.code} on {self.label}: "
+                                    f"{said.message}", said.error)
+        return self.failed(said)
+
+    def failed(self, said: Cancellation) -> CounterError:
+        """The error of this action's failed condition."""
+        return ConditionFailedError(f"the condition on {self.label} was not met", said.error, **self.about(said))
+
+    def own(self, said: Cancellation, token: str) -> bool:
+        """Whether the refusal shows this very write committed (on an attempt whose response was lost)."""
+        return False
+
+    def about(self, said: Cancellation) -> Dict[str, Any]:
+        """What every error of this action carries: the item at fault and the reasons."""
+        return dict(model=self.model, key=self.key, cancellation_reasons=said.reasons)
+
+
+def pynamodb_view(instance: Model) -> Any:
+    """``instance`` as PynamoDB sees it, past :class:`~pynamodb_counters.CounterMixin`: the mixin refuses its
+    request helpers to other callers (PynamoDB's ``TransactWrite``), which would bypass counting."""
+    return super(CountedBase, instance) if isinstance(instance, CountedBase) else instance
+
+
+def _pending_fold(action: Action, said: Cancellation) -> Optional[CounterError]:
+    """A delete refused because the parent still records more shards than its model declares, or ``None``."""
+    recorded = count_of(said.item, SHARD_COUNT.attr_name) or 1
+    if recorded > shard_count(action.model):
+        return ConditionFailedError(pending_fold_message(action.label, recorded, shard_count(action.model)),
+                                    said.error, **action.about(said))
+    return None
+
+
+# -- a counted child's own action ------------------------------------------------------------------------------
+class ChildAction(Action):
+    """A counted child's own Put, Update or Delete.
+
+    :ivar index: the position of its write in the transaction.
+    :ivar write: the caller's write.
+    :ivar counting: what it is counted from in this attempt.
+    :ivar counted: its counter changes in this attempt.
+    """
+
+    def __init__(self, index: int, write: Write, counting: Counting) -> None:
+        super().__init__(write.model, write.key)
+        wrong = oversized_key(self.where[1:])
+        if wrong is not None:
+            raise InvalidArgumentError(f"{write.model.__name__} {str(write.key)[:80]}... cannot be stored by "
+                                       f"DynamoDB: {wrong}. Nothing was written")
+        self.index = index
+        self.write = write
+        self.counting = counting
+        self.counted: Deltas = counting.deltas
+        assert write.instance is not None
+        self.instance: Model = write.instance
+
+    def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """What the child is stored as once the action commits (``None``: deleted)."""
+        return self.instance.serialize(null_check=False)
+
+    def condition(self, basis: Stored, *others: Model) -> Condition:
+        """An edit's, update's or delete's condition: the child is stored, and the attributes that decide its
+        parents (read on ``basis`` as loaded or on ``others``) hold what ``basis`` holds, the stored child its
+        deltas were counted from; then the caller's condition."""
+        stored: Condition = key_attributes(self.model)[0].exists()
+        states: List[Model] = [basis.view]
+        states.extend(other for other in others if all(other is not state for state in states))
+        same = basis.unchanged(deciding(self.model, *states))
+        if same is not None:
+            stored &= same
+        given = self.write.condition
+        return stored if given is None else stored & given
+
+
+class ChildPut(ChildAction):
+    """A new child's Put: create-only (``attribute_not_exists``), carrying the write id (``_cwid``) that
+    recognises its own commit, and the shard count when its shard items are created with it."""
+
+    verb = "Put"
+
+    def request(self, token: str) -> Dict[str, Any]:
+        absent: Condition = key_attributes(self.model)[0].does_not_exist()
+        given = self.write.condition
+        request: Dict[str, Any] = pynamodb_view(self.instance).get_save_kwargs_from_instance(
+            condition=absent if given is None else absent & given, return_values_on_condition_failure=ALL_OLD)
+        if self.write.with_shards and shard_count(self.model) > 1:  # created in this same transaction
+            request["Item"][SHARD_COUNT.attr_name] = {"N": str(shard_count(self.model))}
+        request["Item"][WRITE_ID] = {"S": token}
+        return request
+
+    def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        item: Dict[str, Any] = request["Item"]
+        return item
+
+    def own(self, said: Cancellation, token: str) -> bool:
+        return said.code == CHECK_FAILED and (said.item or {}).get(WRITE_ID) == {"S": token}
+
+    def failed(self, said: Cancellation) -> CounterError:
+        if said.item:
+            return DuplicateChildError(f"{self.label} already exists; it was not counted again", said.error,
+                                       raw_item=said.item, item=_load(self.model, said.item), **self.about(said))
+        return ConditionFailedError(f"the condition on saving {self.label} was not met", said.error,
+                                    **self.about(said))
+
+
+class ChildEdit(ChildAction):
+    """A stored child's Update: an edit saved again (every attribute as the instance holds it, its own counters
+    and the library's attributes kept as stored) or a counted ``update()`` (the caller's actions), conditioned on
+    the stored child its deltas were counted from, carrying the edit id (``_ceid``)."""
+
+    verb = "Update"
+
+    def request(self, token: str) -> Dict[str, Any]:
+        basis = self.counting.basis
+        assert basis is not None
+        if self.write.kind is WriteKind.UPDATE:
+            assert self.counting.after is not None
+            request: Dict[str, Any] = pynamodb_view(self.instance).get_update_kwargs_from_instance(
+                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis, self.counting.after.view),
+                return_values_on_condition_failure=ALL_OLD, add_version_condition=self.write.add_version_condition)
+            return request
+        condition = self.condition(basis, as_loaded(self.instance), self.instance)
+        actions = [*parent_save_actions(self.instance), EDITED_BY.set(token)]
+        version = saved_version(self.instance, actions)  # as save() writes it: the local version plus one
+        if version is not None and self.write.add_version_condition:
+            condition &= version
+        return key_request(self.model, self.key, condition=condition, actions=actions)
+
+    def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        if self.counting.after is not None:  # an update: its stored result, NULLs and all
+            return self.counting.after.item
+        return super().stored_after(request)
+
+    def own(self, said: Cancellation, token: str) -> bool:
+        return said.code == CHECK_FAILED and (said.item or {}).get(EDIT_ID) == {"S": token}
+
+    def failed(self, said: Cancellation) -> CounterError:
+        if said.item:
+            verb = "updating" if self.write.kind is WriteKind.UPDATE else "saving"
+            return ConditionFailedError(f"the condition on {verb} {self.label} was not met", said.error,
+                                        **self.about(said))
+        return ConditionFailedError(f"{self.label} was deleted since it was loaded, and kept changing; nothing was "
+                                    f"written", said.error, **self.about(said))
+
+
+class ChildDelete(ChildAction):
+    """A counted child's Delete, conditioned on the stored child its deltas were counted from (and, for a child
+    that is itself a sharded parent, on recording no more shards than its model declares)."""
+
+    verb = "Delete"
+
+    def request(self, token: str) -> Dict[str, Any]:
+        basis = self.counting.basis
+        assert basis is not None
+        condition = self.condition(basis, self.instance)
+        if self.write.with_shards and counters_of(self.model):  # only the shard items it deletes with it
+            condition &= pending_fold(self.model) & not_a_shard()
+        request: Dict[str, Any] = pynamodb_view(self.instance).get_delete_kwargs_from_instance(
+            condition=condition, return_values_on_condition_failure=ALL_OLD,
+            add_version_condition=self.write.add_version_condition)
+        return request
+
+    def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return None
+
+    def failed(self, said: Cancellation) -> CounterError:
+        if said.item:
+            return _pending_fold(self, said) or ConditionFailedError(
+                f"the condition on deleting {self.label} was not met", said.error, **self.about(said))
+        return MissingChildError(f"{self.label} does not exist; no counter was decremented", said.error,
+                                 **self.about(said))
+
+
+# -- the other actions -----------------------------------------------------------------------------------------
+class ShardItem(Action):
+    """The creation (an Update setting ``_cshard``) or the deletion of one of a parent's shard items ``1`` and
+    up, with the parent, guarded by its key holding nothing or a shard item: never another item."""
+
+    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, create: bool) -> None:
+        super().__init__(model, key, item_id(model, shard_key(key, shard)))
+        self.shard = shard
+        self.create = create
+        self.verb = "Update" if create else "Delete"  # type: ignore[misc]
+
+    def request(self, token: str) -> Dict[str, Any]:
+        kwargs: Dict[str, Any] = {"actions": [SHARD.set(self.shard)]} if self.create else {}
+        return serialized_key_request(self.model, self.where[1], self.where[2],
+                                      condition=shard_or_absent(self.model), **kwargs)
+
+    def failed(self, said: Cancellation) -> CounterError:
+        if said.item and not is_shard_item(said.item):
+            return ConditionFailedError(foreign_shard_message(self.model, self.key, self.shard), said.error,
+                                        **self.about(said))
+        return super().failed(said)
+
+
+def shard_items(model: Type[Model], key: Tuple[Any, ...], create: bool) -> List[ShardItem]:
+    """A sharded parent's shard items ``1`` and up, created or deleted with it; none for a model without sharded
+    counters."""
+    return [ShardItem(model, key, shard, create) for shard in range(1, shard_count(model))]
+
+
+class RollupCheck(Action):
+    """The check that a rollup found gone is still absent, sent with a write that leaves out what the child
+    counted in it: created again since (by a first count), it counts the child after all, and the refusal says
+    so."""
+
+    verb = "ConditionCheck"
+
+    def request(self, token: str) -> Dict[str, Any]:
+        return key_request(self.model, self.key, condition=key_attributes(self.model)[0].does_not_exist())
+
+    def failed(self, said: Cancellation) -> CounterError:
+        return ConditionFailedError(f"rollup {self.label}, found gone, kept being created again while a delete "
+                                    f"counted off it was sent; nothing was written", said.error, **self.about(said))
+
+
+class Passthrough(Action):
+    """A write of the caller's that counts nothing, as PynamoDB builds it: a Put, a parent's save (an Update of
+    every attribute but its counters, never over another parent's shard item), an Update (of a counted child:
+    only if it exists, since it would not be counted if created), a Delete, a ConditionCheck."""
+
+    _VERBS = {WriteKind.PUT: "Put", WriteKind.PARENT_SAVE: "Update", WriteKind.OTHER_UPDATE: "Update",
+              WriteKind.OTHER_DELETE: "Delete", WriteKind.CHECK: "ConditionCheck"}
+
+    def __init__(self, write: Write) -> None:
+        super().__init__(write.model, write.key)
+        self.write = write
+        self.verb = self._VERBS[write.kind]  # type: ignore[misc]
+        self.must_exist = write.kind is WriteKind.OTHER_UPDATE and bool(relations_of(write.model)) and \
+            not counting_skipped(write.model)
+
+    def request(self, token: str) -> Dict[str, Any]:
+        write, instance = self.write, self.write.instance
+        condition = write.condition
+        if write.kind is WriteKind.CHECK:
+            assert condition is not None
+            return key_request(self.model, self.key, condition=condition)
+        assert instance is not None
+        view = pynamodb_view(instance)
+        if write.kind is WriteKind.PUT:
+            request: Dict[str, Any] = view.get_save_kwargs_from_instance(
+                condition=condition, return_values_on_condition_failure=ALL_OLD)
+            return request
+        if write.kind is WriteKind.OTHER_DELETE:
+            if write.with_shards and counters_of(self.model):  # none of its shard items is left behind, and it
+                guard = pending_fold(self.model) & not_a_shard()  # is never another parent's shard item
+                condition = guard if condition is None else condition & guard
+            request = view.get_delete_kwargs_from_instance(condition=condition,
+                                                           return_values_on_condition_failure=ALL_OLD,
+                                                           add_version_condition=write.add_version_condition)
+            return request
+        actions = list(write.actions)
+        if write.kind is WriteKind.PARENT_SAVE:
+            condition = not_a_shard() if condition is None else not_a_shard() & condition
+            if write.with_shards and shard_count(self.model) > 1:
+                # created in this same transaction; a larger number recorded (a shrink not yet folded) is kept
+                actions.append(SHARD_COUNT.set(SHARD_COUNT | shard_count(self.model)))
+        if self.must_exist:
+            exists: Condition = key_attributes(self.model)[0].exists()
+            condition = exists if condition is None else exists & condition
+        request = view.get_update_kwargs_from_instance(actions, condition=condition,
+                                                       return_values_on_condition_failure=ALL_OLD,
+                                                       add_version_condition=write.add_version_condition)
+        return request
+
+    def failed(self, said: Cancellation) -> CounterError:
+        if counters_of(self.model) and is_shard_item(said.item):
+            return ConditionFailedError(shard_item_message(self.model, self.key), said.error, **self.about(said))
+        if self.must_exist and not said.item:
+            return MissingChildError(f"{self.label} does not exist; an update of a counted child never creates it "
+                                     f"(it would not be counted): save() it to create and count it. Nothing was "
+                                     f"written", said.error, **self.about(said))
+        if self.write.kind is WriteKind.OTHER_DELETE and self.write.instance is not None and said.item:
+            pending = _pending_fold(self, said)
+            if pending is not None:
+                return pending
+        return super().failed(said)
+
+
+def _load(model: Type[Model], item: Dict[str, Any]) -> Any:
+    try:
+        return model.from_raw_data(item)
+    except Exception:  # the raw item is still reported
+        return None
