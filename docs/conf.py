@@ -11,6 +11,8 @@ import sys
 
 # autodoc imports the package from the source tree (it needs pynamodb and blinker installed).
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+# the local extension that resolves the docstrings' references (docs/_ext/references.py)
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "_ext")))
 
 import pynamodb_counters  # noqa: E402
 
@@ -23,6 +25,7 @@ release = pynamodb_counters.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.viewcode",
+    "references",
 ]
 
 # Links to PynamoDB's and blinker's documentation need their inventories, fetched over the network. CI builds
