@@ -64,7 +64,8 @@ class Drift:
     sequence: Optional[int] = None
 
     def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready record: model, key (a list, see :func:`json_key`), attribute, stored, actual."""
+        """A JSON-ready record: model, key (a list, each value as the CLI's ``--parent`` takes it back), attribute,
+        stored, actual."""
         return {"model": self.model.__name__, "key": json_key(self.model, self.key), "attribute": self.attribute,
                 "stored": json_stored(self.stored), "actual": self.actual}
 
@@ -106,7 +107,7 @@ class AuditReport:
     :ivar parents_checked: how many parents were counted.
     :ivar read_units: read capacity consumed, as the server reported it, with the cost model's estimate for any
       request it reported nothing for.
-    :ivar read_units_estimated: whether any part of :attr:`read_units` comes from the cost model.
+    :ivar read_units_estimated: whether any part of ``read_units`` comes from the cost model.
     :ivar unverifiable: the parents fed by relations that are not loaded (:class:`Unverifiable`): not counted,
       not drift, never repaired.
     :ivar missing: the explicit ``parents=`` keys that name no stored parent (not counted).
@@ -139,11 +140,14 @@ class AuditReport:
 class Repair:
     """What a repair did to one drift.
 
+    :ivar drift: the drift, as the audit reported it.
     :ivar status: ``"repaired"``, ``"exact"`` (a recount found nothing to fix), ``"planned"`` (a dry run),
       ``"refused"`` (the parent is fed by relations not loaded; nothing written, see :attr:`reason`) or
       ``"failed"`` (see :attr:`reason`).
     :ivar before: the counter before, as the last attempt observed it.
     :ivar after: the counter after (the children counted).
+    :ivar attempts: how many attempts the repair made (``0`` in a dry run).
+    :ivar reason: why it was refused or failed; empty otherwise.
     """
 
     drift: Drift

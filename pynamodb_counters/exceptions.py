@@ -74,6 +74,9 @@ class CounterError(Exception):
 
     Like PynamoDB's errors, each class has a default :attr:`msg` and keeps the underlying exception in
     :attr:`cause`.
+
+    :ivar msg: the message given, else the class's default.
+    :ivar cause: the underlying exception, or ``None``.
     """
 
     msg = "pynamodb-counters error"
@@ -381,7 +384,7 @@ def _cancellation_reason(raw: Dict[str, Any]) -> Optional[CancellationReason]:
 class BulkWriteError(CounterError):
     """:func:`~pynamodb_counters.bulk_write` stopped on an unexpected error (not a
     :class:`~pynamodb_counters.exceptions.CounterError`: a bug in a botocore hook, a programming error) after
-    sending had begun. The error itself is :attr:`cause` (and ``__cause__``).
+    sending had begun. The error itself is :attr:`~CounterError.cause` (and ``__cause__``).
 
     :ivar result: the :class:`~pynamodb_counters.BulkResult` up to the failure: the children of committed
       transactions are ``"added"`` / ``"removed"``, refused ones ``"rejected"``; the children of the transaction in

@@ -63,7 +63,8 @@ _registering = threading.RLock()  # one registration at a time, so that two thre
 
 
 class Relation:
-    """Children of :attr:`child_model` are counted in :attr:`counter` of the parent that :attr:`key` names.
+    """Children of :attr:`child_model` are counted in :attr:`counter` of the parent their key names
+    (:meth:`parent_key`).
 
     Created by :func:`counted_by`; immutable once its class is built. The per-child hooks :meth:`applies` and
     :meth:`amount` are where conditional and sum counters plug in.
