@@ -9,8 +9,7 @@ from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple
 from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
-from ._compat import key_of
-from ._conditions import ItemId, item_id
+from ._compat import ItemId, item_id, key_of
 from ._deltas import counting_of, decide
 from ._shards import shard_key
 from ._spec import counters_of, relations_of, shard_count

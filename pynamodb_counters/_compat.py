@@ -1,6 +1,6 @@
 """
-Keys, values and the places where PynamoDB 5.5+ and 6.x differ: serializing keys and values, the version
-condition, the discriminator.
+Keys, values and the places where PynamoDB 5.5+ and 6.x differ: serializing keys and values, an item's identity
+and a keyed request built by its model's PynamoDB connection, the version condition, the discriminator.
 
 Everything else reads as if there were one PynamoDB.
 """
@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
-from pynamodb.constants import BINARY, NUMBER, STRING
+from pynamodb.constants import ALL_OLD, BINARY, KEY, NUMBER, STRING
 
 from .exceptions import ParentKeyError
 
@@ -20,11 +20,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["KEY_LIMITS", "ParentKey", "discriminator_of", "holds", "key_attributes", "key_of", "normalize_key",
-           "oversized_key", "saved_version", "serialize_key", "version_condition"]
+__all__ = ["KEY_LIMITS", "ItemId", "ParentKey", "discriminator_of", "holds", "item_id", "key_attributes", "key_of",
+           "key_request", "normalize_key", "oversized_key", "saved_version", "serialize_key",
+           "serialized_key_request", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
+
+ItemId = Tuple[str, Any, Any]
+"""An item's identity within a transaction: (table name, serialized hash key, serialized range key)."""
 
 # PynamoDB 6 serializes binary values to bytes, PynamoDB 5 to base64 text
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray, str)}
@@ -157,3 +161,22 @@ def discriminator_of(model: Type[Model]) -> Optional[DiscriminatorAttribute]:
     name = getattr(model, "_discriminator", None)
     attribute = model.get_attributes().get(name) if name else None
     return attribute if isinstance(attribute, DiscriminatorAttribute) else None
+
+
+def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
+    """The identity of an item within a transaction: its table and serialized key."""
+    hash_key, range_key = serialize_key(model, key)
+    return (model.Meta.table_name, hash_key, range_key)
+
+
+def key_request(model: Type[Model], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
+    """A transaction action's request on the item ``key`` of ``model``, built by its PynamoDB connection."""
+    hash_key, range_key = serialize_key(model, key)
+    return serialized_key_request(model, hash_key, range_key, **kwargs)
+
+
+def serialized_key_request(model: Type[Model], hash_key: Any, range_key: Any, **kwargs: Any) -> Dict[str, Any]:
+    """:func:`key_request` of a key already serialized; a refusal returns the item (``ALL_OLD``)."""
+    request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
+        hash_key, range_key=range_key, key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
+    return request

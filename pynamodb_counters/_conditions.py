@@ -1,17 +1,16 @@
 """
-The conditions and keyed request pieces every write of the library builds on (counted writes, repairs, reshards),
-pure, no I/O: a parent's existence and class, a counter's limit, the counted-write sequence, the fold of shards
-a parent still records.
+The conditions every write of the library builds on (counted writes, repairs, reshards), pure, no I/O: a
+parent's existence and class, a counter's limit, the counted-write sequence, a shard item still as read, the fold
+of shards a parent still records.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
 
-from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
 from ._base import SEQUENCE, SHARD, SHARD_COUNT
-from ._compat import discriminator_of, key_attributes, serialize_key
+from ._compat import discriminator_of, key_attributes, key_request
 from ._items import count_of
 from ._shards import shard_key
 from ._spec import shard_count
@@ -21,32 +20,9 @@ from .exceptions import InvalidTransactionError
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["ItemId", "created_parent_condition", "discriminator_condition", "item_id", "key_request",
-           "parent_condition", "pending_fold", "pending_fold_message", "sequence_is", "sequence_unchanged",
-           "serialized_key_request", "shard_request", "shard_unchanged", "within_limit"]
-
-ItemId = Tuple[str, Any, Any]
-"""An item's identity within a transaction: (table name, serialized hash key, serialized range key)."""
-
-
-def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
-    """The identity of an item within a transaction: its table and serialized key."""
-    hash_key, range_key = serialize_key(model, key)
-    return (model.Meta.table_name, hash_key, range_key)
-
-
-def key_request(model: Type[Model], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
-    """A transaction action's request on the item ``key`` of ``model``, built by its PynamoDB connection."""
-    hash_key, range_key = serialize_key(model, key)
-    return serialized_key_request(model, hash_key, range_key, **kwargs)
-
-
-def serialized_key_request(model: Type[Model], hash_key: Any, range_key: Any, **kwargs: Any) -> Dict[str, Any]:
-    """:func:`key_request` of a key already serialized; a refusal returns the item (``ALL_OLD``)."""
-    request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
-        hash_key, range_key=range_key, key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
-    return request
-
+__all__ = ["created_parent_condition", "discriminator_condition", "parent_condition", "pending_fold",
+           "pending_fold_message", "sequence_is", "sequence_unchanged", "shard_request", "shard_unchanged",
+           "within_limit"]
 
 def shard_request(model: Type[Model], key: Tuple[Any, ...], shard: int, **kwargs: Any) -> Dict[str, Any]:
     """A transaction action's request on shard ``shard`` of the parent ``key`` (the parent item for ``0``)."""

@@ -18,11 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple, Type
 
-from ._guards import bypass_of
 from ._results import CounterChange
 from ._spec import relations_of
 from ._stored import Stored, as_loaded, deciding, stored_of
-from ._writes import Write, WriteKind
+from ._writes import Write, WriteKind, bypass_of
 from .exceptions import ChildValueError, ParentKeyError
 
 if TYPE_CHECKING:  # pragma: no cover

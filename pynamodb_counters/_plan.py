@@ -1,13 +1,13 @@
 """
 The plan: a transaction's writes, each counted write with what it is counted from in this attempt, as the
-actions of one TransactWriteItems (``_actions``, ``_parent_update``). Pure, no I/O; it changes nothing it is
+actions of one TransactWriteItems (``_actions``, ``_actions``). Pure, no I/O; it changes nothing it is
 given.
 
 What a plan guarantees, before anything is sent:
 
 * each counted child has one action: a create-only Put, an edit's or update's Update, a Delete, each conditioned
   on the stored child its deltas were counted from (``_actions``);
-* every parent item gets exactly one Update, all the changes counted into it merged (``_parent_update``), and a
+* every parent item gets exactly one Update, all the changes counted into it merged (``_actions``), and a
   caller's ``update()`` or ``condition_check()`` of that item merged into it; two unrelated models never count
   into one item;
 * a sharded parent's shard items are created with it, or deleted with it; a child that is one brings its own;
@@ -20,11 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
-from ._actions import Action, ChildAction, ChildDelete, ChildEdit, ChildPut, Passthrough, RollupCheck, shard_items
-from ._compat import oversized_key
-from ._conditions import ItemId, item_id
+from ._actions import (
+    Action,
+    ChildAction,
+    ChildDelete,
+    ChildEdit,
+    ChildPut,
+    ParentUpdate,
+    Passthrough,
+    RollupCheck,
+    shard_items,
+)
+from ._compat import ItemId, item_id, oversized_key
 from ._deltas import Counting
-from ._parent_update import ParentUpdate
 from ._shards import shard_key
 from ._stored import as_loaded
 from ._writes import Write, WriteKind

@@ -21,9 +21,17 @@ from typing import Any, ClassVar, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.exceptions import PynamoDBException
 
-from ._actions import CHECK_FAILED, Action, Cancellation, ChildAction, ChildEdit, ChildPut, RollupCheck
+from ._actions import (
+    CHECK_FAILED,
+    Action,
+    Cancellation,
+    ChildAction,
+    ChildEdit,
+    ChildPut,
+    ParentUpdate,
+    RollupCheck,
+)
 from ._deltas import Counting, Parent
-from ._parent_update import ParentUpdate
 from ._plan import Plan
 from ._refusals import Refusal, most_fundamental
 from ._send import Sent

@@ -35,7 +35,7 @@ class ModelSpec:
     :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
     :ivar fragile: the attributes whose value on an instance may load otherwise once stored (those with a
       ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
-    :ivar requests: a memo kept for this model's items as parents (``_parent_update.parent_request``): each shape of
+    :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
       counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
       the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
       with the declarations.

@@ -16,7 +16,6 @@ from ._commit import Refused, commit, policy_for
 from ._compat import ParentKey, key_attributes, key_of, serialize_key
 from ._conditions import discriminator_condition, pending_fold, pending_fold_message
 from ._context import counting_skipped
-from ._guards import UNSET, check_token, counted_options, given, guard_update, refuse_options, value
 from ._items import count_of
 from ._reads import read_totals
 from ._results import WriteResult
@@ -25,7 +24,20 @@ from ._shard_items import create_shards
 from ._shards import is_shard_item, not_a_shard, shard_item_message
 from ._spec import counters_of, relations_of, shard_count
 from ._stored import remember, stored_of
-from ._writes import Write, WriteKind, delete_write, save_write, update_write
+from ._writes import (
+    UNSET,
+    Write,
+    WriteKind,
+    check_token,
+    counted_options,
+    delete_write,
+    given,
+    guard_update,
+    refuse_options,
+    save_write,
+    update_write,
+    value,
+)
 from .exceptions import (
     ConditionFailedError,
     CountedWriteError,

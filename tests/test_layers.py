@@ -16,8 +16,8 @@ LAYERS: Dict[str, int] = {
     # 1: declarations
     "_base": 1, "attributes": 1, "_shards": 1, "relations": 1, "_spec": 1,
     # 2: the write path, pure: a caller's write, what a child is stored as, its deltas, the actions of a plan
-    "_items": 2, "_stored": 2, "_guards": 2, "_writes": 2, "_deltas": 2, "_conditions": 2, "_actions": 2,
-    "_parent_update": 2, "_plan": 2, "_chunks": 2,
+    "_items": 2, "_stored": 2, "_writes": 2, "_deltas": 2, "_conditions": 2, "_actions": 2, "_plan": 2,
+    "_chunks": 2,
     # 3: I/O: sending, reading, and what a refusal teaches (some recoveries write)
     "_send": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_refusals": 3, "_recoveries": 3, "_commit": 3,
     # 4: operations

@@ -12,8 +12,7 @@ import pytest
 from botocore.stub import Stubber
 
 from pynamodb_counters import CountedTransaction, RetryPolicy, signals
-from pynamodb_counters._send import transact_client
-from pynamodb_counters._send import classify
+from pynamodb_counters._send import classify, transact_client
 from pynamodb_counters.exceptions import (
     ConfigurationError,
     DuplicateChildError,

@@ -29,8 +29,7 @@ from pynamodb_counters import (
     set_counter,
     skip_counting,
 )
-from pynamodb_counters._send import transact_client
-from pynamodb_counters._send import send
+from pynamodb_counters._send import send, transact_client
 from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,
