@@ -10,13 +10,14 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Type
 
-from ._base import SEQUENCE, SHARD, SHARD_COUNT
+from ._actions import ShardItem
+from ._base import SEQUENCE, SHARD_COUNT
 from ._compat import ParentKey
 from ._conditions import parent_condition, shard_request, shard_unchanged
 from ._items import ShardItems, count_of, whole_count
 from ._reads import parent_keys, read_shards
 from ._send import DEFAULT_RETRY_POLICY, send
-from ._shards import foreign_shard, foreign_shard_message, shard_or_absent
+from ._shards import foreign_shard, foreign_shard_message
 from ._spec import counters_of
 from .exceptions import ConditionFailedError, TransactionError
 
@@ -97,9 +98,9 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
                     moved[name] += whole_count(item, counter, key) or 0
                 requests.append({"Delete": shard_request(model, key, shard, condition=shard_unchanged(item))})
             continue
-        if item is None:
-            requests.append({"Update": shard_request(model, key, shard, condition=shard_or_absent(model),
-                                                     actions=[SHARD.set(shard)])})
+        if item is None:  # created as a parent's save creates it in a transaction: never over another item
+            created = ShardItem(model, key, shard, create=True)
+            requests.append({created.verb: created.request("")})
             continue
         actions: List[Action] = []
         for name, counter in counters.items():
