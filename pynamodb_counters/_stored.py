@@ -23,9 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Stored", "as_loaded", "deciding", "forget", "known_values", "remember", "stored_of"]
+__all__ = ["Stored", "as_loaded", "deciding", "forget", "known_values", "remember", "remembered", "stored_of"]
 
-_MEMORY = "_pynamodb_counters_stored"  # on a counted child: the raw item it was loaded from, or last saved as
+_MEMORY = "_pynamodb_counters_stored"  # on a counted instance: the raw item it was loaded from, or last written as
 
 
 class Stored:
@@ -131,10 +131,18 @@ def forget(instance: Any) -> None:
     instance.__dict__.pop(_MEMORY, None)
 
 
+def remembered(instance: Any) -> Optional[Dict[str, Any]]:
+    """The raw item a counted instance (a child or a parent) was loaded from, or last written as; ``None`` for
+    one never loaded or written (or deleted since). The one record of "as loaded": an edit counts from it, and a
+    counter that differs from it was set by hand."""
+    item: Optional[Dict[str, Any]] = instance.__dict__.get(_MEMORY)
+    return item
+
+
 def stored_of(instance: Model) -> Optional[Stored]:
     """The stored child ``instance`` was loaded from (or last saved as); ``None`` for an instance that was never
     loaded or saved, or whose key was changed since."""
-    item = instance.__dict__.get(_MEMORY)
+    item = remembered(instance)
     if item is None:
         return None
     stored = Stored(type(instance), item)

@@ -22,8 +22,7 @@ from pynamodb.expressions.operand import Path
 from ._compat import key_of
 from ._context import counting_skipped
 from ._spec import counters_of, relations_of
-from ._stored import known_values
-from .attributes import loaded_counters
+from ._stored import known_values, remembered
 from .exceptions import CountingBypassError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,16 +235,18 @@ def check_token(token: Optional[str]) -> str:
 def check_counters_unchanged(instance: Any) -> None:
     """Refuse to save an instance whose counters were set by hand.
 
-    :raises CountingBypassError: a counter differs from the value last loaded into this instance (or from
-      ``0`` on a new instance).
+    :raises CountingBypassError: a counter differs from the value the instance was loaded with (or last written
+      with), or from ``0`` on a new instance.
     """
     counters = counters_of(type(instance))
     if not counters:
         return
-    loaded = loaded_counters(instance)
-    for name in counters:
+    item = remembered(instance) or {}  # what it was loaded as (or last written as); nothing for a new instance
+    for name, counter in counters.items():
         value = instance.attribute_values.get(name)
-        if value is not None and value != loaded.get(name, 0):
+        raw = item.get(counter.attr_name) or {}
+        loaded = counter.deserialize(raw["N"]) if "N" in raw else 0
+        if value is not None and value != loaded:
             raise CountingBypassError(
                 f"{type(instance).__name__}.{name} was set by hand to {value!r}; counters change only through "
                 f"counted writes. Use pynamodb_counters.set_counter() to repair one, or skip_counting() for a "

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from decimal import Decimal
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union, overload
 
@@ -19,13 +18,6 @@ __all__ = ["CounterField"]
 
 
 _C = TypeVar("_C", bound="CounterField")
-
-# Loaded counter values, to tell a counter set by hand from one read from DynamoDB. PynamoDB deserializes an
-# attribute and then assigns it, in that order and in one thread, into a fresh ``attribute_values`` dict; the
-# snapshot is tied to that dict, so a reload that lacks the attribute does not inherit a stale value.
-_LOADED = "_pynamodb_counters_loaded"
-_loading = threading.local()
-
 
 class CounterField(Attribute[int]):
     """A number attribute that pynamodb-counters keeps equal to the number of a parent's children.
@@ -94,16 +86,6 @@ class CounterField(Attribute[int]):
         self.model = owner
         self.name = name
 
-    def __set__(self, instance: Any, value: Optional[int]) -> None:
-        super().__set__(instance, value)
-        last = getattr(_loading, "last", None)
-        if last is not None and last[0] is self and instance is not None:
-            _loading.last = None
-            snapshot = instance.__dict__.get(_LOADED)
-            if snapshot is None or snapshot[0] is not instance.attribute_values:
-                snapshot = instance.__dict__[_LOADED] = (instance.attribute_values, {})
-            snapshot[1][self.name] = value
-
     @overload
     def __get__(self: _C, instance: None, owner: Any) -> _C: ...
 
@@ -131,7 +113,6 @@ class CounterField(Attribute[int]):
         :class:`~pynamodb_counters.exceptions.CorruptCounterError`."""
         number = Decimal(value)
         count: Any = int(number) if number == number.to_integral_value() else number
-        _loading.last = (self, count)
         return count  # type: ignore[no-any-return]
 
     def total(self, parent: Any, *, consistent_read: bool = False) -> int:
@@ -187,11 +168,6 @@ class CounterField(Attribute[int]):
         owner = self.model.__name__ if self.model is not None else "?"
         return f"CounterField({owner}.{self.name})"
 
-
-def loaded_counters(instance: Any) -> Dict[str, Any]:
-    """The counter values last loaded into ``instance`` from DynamoDB, by Python name (none on a new instance)."""
-    snapshot = instance.__dict__.get(_LOADED)
-    return snapshot[1] if snapshot is not None and snapshot[0] is instance.attribute_values else {}
 
 
 class _AttributeFinder:

@@ -299,18 +299,21 @@ class CounterMixin(CountedBase):
     @classmethod
     def from_raw_data(cls, data: Dict[str, Any]) -> Any:
         """PynamoDB's ``from_raw_data()`` (what ``get()``, ``query()``, ``scan()`` and ``batch_get()`` build
-        instances with); a counted child also remembers the item it was loaded as, so that saving it again is an
-        edit whose counts follow the change."""
+        instances with); a counted model's instance also remembers the item it was loaded as: saving a child again
+        is an edit whose counts follow the change, and a counter that differs from the loaded one was set by
+        hand."""
         instance = super().from_raw_data(data)  # type: ignore[misc]
-        if relations_of(type(instance)):
+        model = type(instance)
+        if relations_of(model) or counters_of(model):
             remember(instance, data)
         return instance
 
     def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
         """PynamoDB's ``deserialize()`` (what ``refresh()`` and ``update()`` load the stored item with); a counted
-        child also remembers it, as :meth:`from_raw_data` does."""
+        model's instance also remembers it, as :meth:`from_raw_data` does."""
         super().deserialize(attribute_values)  # type: ignore[misc]
-        if relations_of(type(self)):
+        model = type(self)
+        if relations_of(model) or counters_of(model):
             remember(self, attribute_values)
 
     @classmethod
