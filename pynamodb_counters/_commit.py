@@ -19,9 +19,9 @@ refused children and commits the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Callable, List, NoReturn, Optional, Sequence, Tuple, Union
 
-from ._actions import ChildAction, ChildEdit
+from ._actions import Action, ChildAction, ChildEdit
 from ._deltas import Counting, counting_of, decide, names_parents
 from ._plan import Plan, plan
 from ._reads import stored_child
@@ -72,7 +72,7 @@ class Refused:
     """
 
     plan: Plan
-    refused: List[Tuple[Any, CounterError]]
+    refused: List[Tuple[Action, CounterError]]
     countings: Tuple[Optional[Counting], ...]
 
     @property
@@ -237,7 +237,7 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
     return result
 
 
-def signal_refusals(refused: Sequence[Tuple[Any, CounterError]]) -> None:
+def signal_refusals(refused: Sequence[Tuple[Action, CounterError]]) -> None:
     """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``refused``
     (``limit_rejected`` waits for the caller to know which children the limit refuses: all of a single write's,
     only those beyond the room in a bulk write)."""

@@ -134,8 +134,9 @@ def counting_of(write: Write) -> Optional[Counting]:
 def decide(write: Write, counting: Counting) -> Deltas:
     """Decide ``write``'s changes for this attempt, from ``counting``, and record them there: a save compares its
     basis (none for a create) with the instance as it will be stored, an update its basis with the basis and its
-    known actions applied, a delete its basis (the instance as it would be stored, for one built by hand that
-    names its parents) with nothing.
+    known actions applied, a delete its basis with nothing. Where no basis is known (the commit reads the stored
+    child first where it must), it is the instance as it would be stored: a delete of an instance built by hand
+    that names its parents, or a plan shown before anything is read.
 
     :raises CountingBypassError: an update action whose result is not known before sending, on what decides the
       stored child's counts.
@@ -150,7 +151,8 @@ def decide(write: Write, counting: Counting) -> Deltas:
             counting.basis = Stored.of_instance(write.instance)
         before = counting.basis.view
     elif write.kind is WriteKind.UPDATE:
-        assert counting.basis is not None, "an update counts from its stored child, read first when unknown"
+        if counting.basis is None:  # a plan shown before the commit reads the stored child: the instance's own
+            counting.basis = Stored.of_instance(write.instance)
         updated = counting.basis.updated(write.known)
         for name in sorted(write.unknown.intersection(deciding(write.model, counting.basis.view, updated.view))):
             raise bypass_of(write.model, name)  # keys are refused before

@@ -50,7 +50,11 @@ class ModelSpec:
     def shard_count(self) -> int:
         """How many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none is
         sharded)."""
-        return max((counter.shards for counter in self.counters.values()), default=1)
+        most = 1
+        for counter in self.counters.values():  # a loop, not max() of a generator: read on every write
+            if counter.shards > most:
+                most = counter.shards
+        return most
 
 
 _UNCOUNTED = ModelSpec({}, ())

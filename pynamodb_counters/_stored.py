@@ -29,11 +29,11 @@ _MEMORY = "_pynamodb_counters_stored"  # on a counted instance: the raw item it 
 
 
 class Stored:
-    """A counted child as stored: its raw item, and PynamoDB's view of it, built once when first read.
+    """A counted child as stored: its raw item (:attr:`item`), and PynamoDB's view of it (:attr:`view`), each
+    built once, when first read (the stored form of an instance built by hand is serialized only if a condition
+    needs it: :meth:`of_instance`).
 
     :ivar model: the child's model.
-    :ivar item: the raw item (DynamoDB's typed values), or ``None`` until it is needed, for the stored form of an
-      instance not yet serialized (see :meth:`of_instance`).
     """
 
     __slots__ = ("model", "_item", "_view")

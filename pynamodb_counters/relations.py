@@ -58,7 +58,9 @@ ChildCounter = Callable[[ParentKey], int]
 
 # Relations made by counted_by() that no class has registered yet: in a class body until its __set_name__, or
 # assigned after one until first use. Held weakly: one that is dropped was never declared.
-_unnamed: weakref.WeakSet[Relation] = weakref.WeakSet()
+# The relations made and not registered yet (held weakly): a plain set of weak references, so that the check made on
+# every write while it is empty (``undeclared_in``) is a C-level truth test
+_unnamed: Set[weakref.ReferenceType[Relation]] = set()
 _registering = threading.RLock()  # one registration at a time, so that two threads registering one relation agree
 
 
@@ -134,7 +136,7 @@ class Relation:
         self._create_parent = create_parent
         self._parent_defaults = parent_defaults
         with _registering:
-            _unnamed.add(self)
+            _unnamed.add(weakref.ref(self, _unnamed.discard))
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         """Register the relation as ``owner.name``, from ``owner``'s class body.
@@ -164,7 +166,7 @@ class Relation:
             self._name = name
             self._counter._feeders.append(self)
             note_declared()
-            _unnamed.discard(self)
+            _unnamed.discard(weakref.ref(self))
         if not in_body:
             forget_specs(owner)
 
@@ -521,7 +523,7 @@ def undeclared_in(model: type) -> bool:
     (looked for only while some relation is unregistered)."""
     if not _unnamed:
         return False
-    return any(isinstance(value, Relation) and value in _unnamed for klass in model.__mro__
+    return any(isinstance(value, Relation) and weakref.ref(value) in _unnamed for klass in model.__mro__
                for value in vars(klass).values())
 
 
@@ -533,7 +535,8 @@ def declare_feeders(counter: CounterField) -> None:
     if not _unnamed:
         return
     with _registering:
-        pending = [relation for relation in _unnamed if relation._counter is counter]
+        pending = [relation for relation in (ref() for ref in list(_unnamed))
+                   if relation is not None and relation._counter is counter]
     for relation in pending:
         for klass in counted_classes():
             if _made(klass):
@@ -546,7 +549,7 @@ def _withdraw(owner: type) -> None:
     """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
     for value in vars(owner).values():
         if isinstance(value, Relation):
-            _unnamed.discard(value)
+            _unnamed.discard(weakref.ref(value))
             if value._child_model is owner:
                 feeders = value._counter._feeders
                 feeders[:] = [feeder for feeder in feeders if feeder is not value]
