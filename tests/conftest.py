@@ -1,10 +1,13 @@
 """Engines for the suite, on the shipped test backend (:class:`pynamodb_counters.testing.Backend`, what the
 ``counters_backend`` fixture of the pytest plugin gives users): moto in-process (``dynamodb``) and the served,
-serialised moto engine (``served``, ``proxy``)."""
+serialised moto engine (``served``, ``proxy``); and one Spark session for the tests marked ``spark``."""
 from __future__ import annotations
 
 import os
-from typing import Iterator, List, Optional
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Iterator, List, Optional
 
 import pytest
 
@@ -37,6 +40,37 @@ def served_engine() -> Iterator[ServedMoto]:
     it cannot start."""
     with ServedMoto() as engine:
         yield engine
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One SparkSession for the run (``local[2]``, no UI, small shuffles), its Python workers on this interpreter.
+    Fails, never skips, when pyspark or Java is missing."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as error:
+        pytest.fail(f"the tests marked spark need pyspark ({error}): pip install -e '.[spark]', or run tox -e spark",
+                    pytrace=False)
+    java_home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") is None and not (java_home and (Path(java_home) / "bin" / "java").exists()):
+        pytest.fail("the tests marked spark need Java 17 or later: java on PATH, or JAVA_HOME", pytrace=False)
+    scratch = tmp_path_factory.mktemp("spark")
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("PYSPARK_PYTHON", sys.executable)
+        environment.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
+        session = (SparkSession.builder.master("local[2]").appName("pynamodb-counters tests")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "4")
+                   .config("spark.default.parallelism", "2")
+                   .config("spark.local.dir", str(scratch))
+                   .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+                   .getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        try:
+            yield session
+        finally:
+            session.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,195 @@
+"""
+Engines: one computation over an export's data files, run on this machine's cores or as a Spark job, with the
+same result.
+
+::
+
+    tasks = [(export, data_file) for data_file in export.files]
+    total = run("local", tasks, work, merge, empty)                  # this machine's cores
+    total = run("spark", tasks, work, merge, empty, spark=session)   # EMR, Glue, local[2]
+
+A computation is three things: ``work(task)`` turns one task (an export and one of its data files) into a partial
+result; ``merge(a, b)`` combines two partial results, whatever their order and grouping (results arrive as their
+tasks finish), and may update ``a`` and return it, never ``b``; ``empty`` is what no tasks give. Tasks and partial
+results cross processes, so they pickle.
+
+On the local engine the work itself is never pickled: the worker processes are forked, and inherit the models,
+their lambdas and the work's closure. On Spark, PySpark pickles the work and its closure (cloudpickle) for the
+executors, which must be able to import the models and this package. A library error raised by the work
+(:class:`~pynamodb_counters.exceptions.CounterError`) reaches the caller as itself on both engines.
+
+PySpark is never imported here: the caller builds the session (the library never creates one) and it is used
+through its ``sparkContext`` alone.
+"""
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+from typing import Any, Callable, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
+
+from .exceptions import CounterError, InvalidArgumentError
+
+__all__ = ["ENGINES", "Task", "run", "run_local", "run_spark"]
+
+P = TypeVar("P")
+
+Task = Tuple[Any, Any]
+"""One unit of work: ``(export, data file)``, both picklable."""
+
+ENGINES = ("local", "spark")
+"""The engines :func:`run` knows."""
+
+FORK: Optional[BaseContext] = (multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods()
+                               else None)
+"""The ``fork`` start method, where the platform has it; elsewhere the local engine runs on threads."""
+
+_WORK: Optional[Callable[[Task], Any]] = None
+"""The work of the pool this process is a worker of (set in each forked worker, never in the caller's process)."""
+
+
+def run(engine: str, tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P, *,
+        spark: Any = None, workers: Optional[int] = None) -> P:
+    """Run ``work`` on every task and merge the results, on ``engine``: ``"local"`` (:func:`run_local`, ``workers``
+    processes) or ``"spark"`` (:func:`run_spark`, on the session ``spark``).
+
+    :raises InvalidArgumentError: an unknown engine, or an option of the other engine.
+    """
+    if engine == "local":
+        if spark is not None:
+            raise InvalidArgumentError("spark= is for engine='spark': engine='local' runs on this machine's cores "
+                                       "(pass engine='spark' to run on the session)")
+        return run_local(tasks, work, merge, empty, workers)
+    if engine == "spark":
+        if workers is not None:
+            raise InvalidArgumentError("workers= is for engine='local': on engine='spark' the session's executors "
+                                       "do the work (size them when building the session)")
+        return run_spark(tasks, work, merge, empty, spark)
+    raise InvalidArgumentError(f"engine is 'local' (this machine's cores) or 'spark' (a PySpark job on spark=), "
+                               f"not {engine!r}")
+
+
+def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P,
+              workers: Optional[int] = None) -> P:
+    """Run ``work`` on every task on this machine's cores: one task per data file in a pool of ``workers``
+    processes (default: one per core), forked so that nothing but tasks and results is pickled (threads where the
+    platform cannot fork), each result merged as it comes. One task, or one worker, runs in this process.
+
+    An error raised by ``work`` is raised here as itself; the tasks not yet started are cancelled.
+
+    :raises InvalidArgumentError: ``workers`` is not a whole number of at least 1.
+    """
+    count = _worker_count(workers)
+    if not tasks:
+        return empty
+    if len(tasks) == 1 or count == 1:
+        return functools.reduce(merge, (work(task) for task in tasks))
+    pool, call = _pool(min(count, len(tasks)), work)
+    try:
+        futures: List[Future[P]] = [pool.submit(call, task) for task in tasks]
+        return functools.reduce(merge, (future.result() for future in as_completed(futures)))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_spark(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P,
+              spark: Any) -> P:
+    """Run ``work`` on every task as a Spark job on the session ``spark`` (a ``pyspark.sql.SparkSession`` the
+    caller built: EMR's, Glue's, ``local[2]``): one partition per task, the results merged on the executors
+    (``treeReduce``).
+
+    ``work`` and its closure are pickled by PySpark for the executors, which must import the models and this
+    package. A :class:`~pynamodb_counters.exceptions.CounterError` raised by ``work`` on an executor is brought
+    back and raised here as itself (the other tasks still run); any other error is PySpark's to report.
+
+    :raises InvalidArgumentError: ``spark`` is ``None`` or not a session with a ``sparkContext``.
+    """
+    context = _spark_context(spark)
+    if not tasks:
+        return empty
+    rdd = context.parallelize(list(tasks), len(tasks))
+    found: Union[P, _Raised] = rdd.map(_Guarded(work)).treeReduce(_GuardedMerge(merge))
+    if isinstance(found, _Raised):
+        raise found.error
+    return found
+
+
+def _worker_count(workers: Optional[int]) -> int:
+    if workers is None:
+        return os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgumentError(f"workers is a whole number of at least 1 (processes on this machine; None: one "
+                                   f"per core), not {workers!r}")
+    return workers
+
+
+def _pool(workers: int, work: Callable[[Task], P]) -> Tuple[Executor, Callable[[Task], P]]:
+    """A pool of ``workers`` and what to submit to it: forked processes that inherit ``work``, else threads."""
+    if FORK is None:
+        return ThreadPoolExecutor(workers), work
+    return ProcessPoolExecutor(workers, mp_context=FORK, initializer=_adopt, initargs=(work,)), _adopted
+
+
+def _adopt(work: Callable[[Task], Any]) -> None:
+    """In a forked worker: keep the pool's work (inherited through the fork, never pickled)."""
+    global _WORK
+    _WORK = work
+
+
+def _adopted(task: Task) -> Any:
+    """In a forked worker: run the pool's work on ``task``."""
+    assert _WORK is not None, "_adopted runs in a worker of run_local's pool only"
+    return _WORK(task)
+
+
+def _spark_context(spark: Any) -> Any:
+    if spark is None:
+        raise InvalidArgumentError("engine='spark' needs spark=, a pyspark.sql.SparkSession you built (the job's "
+                                   "session on EMR or Glue; SparkSession.builder.master('local[2]').getOrCreate() "
+                                   "on one machine): pynamodb-counters never creates one")
+    try:
+        context = spark.sparkContext
+    except Exception:  # AttributeError; Spark Connect's sessions raise their own: they have no RDDs
+        context = None
+    if not callable(getattr(context, "parallelize", None)):
+        raise InvalidArgumentError(f"spark= is a pyspark.sql.SparkSession with a sparkContext (a classic session: "
+                                   f"Spark Connect's has none), not {spark!r}")
+    return context
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """A library error one Spark task raised, brought back as that task's result: Spark would wrap it in an error
+    of its own, the executor's traceback as text."""
+
+    error: CounterError
+
+
+@dataclass(frozen=True)
+class _Guarded(Generic[P]):
+    """The work as Spark runs it: a library error becomes the task's result."""
+
+    work: Callable[[Task], P]
+
+    def __call__(self, task: Task) -> Union[P, _Raised]:
+        try:
+            return self.work(task)
+        except CounterError as error:
+            return _Raised(error)
+
+
+@dataclass(frozen=True)
+class _GuardedMerge(Generic[P]):
+    """The merge as Spark runs it: an error brought back wins over any result."""
+
+    merge: Callable[[P, P], P]
+
+    def __call__(self, a: Union[P, _Raised], b: Union[P, _Raised]) -> Union[P, _Raised]:
+        if isinstance(a, _Raised):
+            return a
+        if isinstance(b, _Raised):
+            return b
+        return self.merge(a, b)
