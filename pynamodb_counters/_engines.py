@@ -80,6 +80,9 @@ def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[
 
     An error raised by ``work`` is raised here as itself; the tasks not yet started are cancelled.
 
+    A fork copies the locks of the process's other threads as they are (Python 3.12 and later warn of it): run it
+    where no other thread may hold one the work needs, or with ``workers=1``.
+
     :raises InvalidArgumentError: ``workers`` is not a whole number of at least 1.
     """
     count = _worker_count(workers)

@@ -14,6 +14,10 @@ from pynamodb_counters import _engines
 from pynamodb_counters._engines import Task, run, run_local, run_spark
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
 
+# pytest-xdist's workers run a thread of their own (execnet's): forking one, Python 3.12+ warns that the fork copies
+# that thread's locks. The work here takes none of them.
+pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
+
 #: what a task's work returns here: items per data file, and where it ran (process id, thread id)
 Tally = Tuple["Counter[str]", frozenset]
 
