@@ -28,6 +28,7 @@ Every error derives from :class:`CounterError`. The hierarchy::
      +-- RetriesExhaustedError     transient failures outlasted the retry bound; ``ambiguous`` tells
      |                             whether the write may have landed
      +-- BulkWriteError            a bulk write stopped on an unexpected error; ``result`` says what committed
+     +-- ExportError               a table export cannot be read as DynamoDB writes it; nothing was reported
 
 A refused counted write is caught like a refused PynamoDB ``TransactWrite``: ``except TransactWriteError as e``,
 then ``e.cancellation_reasons`` (PynamoDB's typed reasons) and ``e.cause_response_code``.
@@ -56,6 +57,7 @@ __all__ = [
     "CorruptCounterError",
     "CountingBypassError",
     "DuplicateChildError",
+    "ExportError",
     "IdempotencyMismatchError",
     "InvalidArgumentError",
     "InvalidTransactionError",
@@ -393,3 +395,14 @@ class BulkWriteError(CounterError):
     """
 
     result: Any
+
+
+class ExportError(CounterError):
+    """A table export (``ExportTableToPointInTime``, in S3 or copied to a directory) cannot be read as DynamoDB
+    writes it: no ``manifest-summary.json`` where it was looked for, an ION or an incremental export (the audit
+    reads full exports in DynamoDB JSON), a data file listed in ``manifest-files.json`` but missing, a truncated or
+    corrupt gzip, an MD5 or an item count that differs from the manifests, a line that is not ``{"Item": {...}}``.
+    The message names the file (or the table) and says what to do; nothing was reported.
+    """
+
+    msg = "export cannot be read"

@@ -1,0 +1,514 @@
+"""
+Reading a DynamoDB table export (``ExportTableToPointInTime``) as AWS writes it, in S3 or copied to a directory::
+
+    <prefix>/AWSDynamoDB/<ExportId>/manifest-summary.json   the table (tableArn), itemCount, outputFormat, exportType
+    <prefix>/AWSDynamoDB/<ExportId>/manifest-files.json     a JSON line per data file: itemCount, md5Checksum,
+                                                            etag, dataFileS3Key
+    <prefix>/AWSDynamoDB/<ExportId>/data/<random>.json.gz   a line per item: {"Item": {...}} in DynamoDB's typed JSON
+
+:func:`open_export` reads and checks the manifests; :meth:`Export.read` streams one data file's items and, at the
+file's end, checks its MD5 and item count against the manifest. Every fault is an
+:class:`~pynamodb_counters.exceptions.ExportError` naming the file.
+
+An :class:`Export` and its :class:`DataFile` entries are plain data: they pickle, for process pools and Spark
+executors. The S3 client is made once in each process that reads, through botocore's own configuration chain
+(profiles, region, ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``).
+
+A ``dataFileS3Key`` is written relative to the bucket (``<prefix>/AWSDynamoDB/<ExportId>/data/...``); it is read
+by its part after ``AWSDynamoDB/<ExportId>/``, under the location given, so a copy of an export (to a directory, or
+under another prefix) reads like the original.
+"""
+from __future__ import annotations
+
+import base64
+import glob
+import gzip
+import hashlib
+import importlib
+import io
+import json
+import os
+import re
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, cast
+
+import botocore.session
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .exceptions import ExportError, InvalidArgumentError
+
+__all__ = ["FILES_MANIFEST", "ROOT", "SUMMARY", "DataFile", "Export", "open_export", "table_of"]
+
+ROOT = "AWSDynamoDB"
+"""The folder DynamoDB writes every export under, one ``<ExportId>`` folder each."""
+SUMMARY = "manifest-summary.json"
+FILES_MANIFEST = "manifest-files.json"
+
+#: decompressed bytes parsed at a time: what a read holds at once, whatever the file's size
+_CHUNK = 64 * 1024
+#: the longest line a read holds: an item is at most 400 KB, its DynamoDB JSON a few times that
+_LONGEST_LINE = 16 * 1024 * 1024
+_S3_SCHEME = re.compile(r"^s3[an]?://", re.IGNORECASE)  # s3:// and Hadoop's s3a://, s3n:// (what Spark users write)
+_TABLE_ARN = re.compile(r"^arn:[\w-]+:dynamodb:[\w-]*:\d*:table/([\w.-]+)$")
+_ITEM_SHAPE = '{"Item": {...}}'
+
+
+def _decoder() -> Callable[[str], Any]:
+    """``orjson.loads`` where orjson is installed (optional: parsing is the hot loop of a large audit), else the
+    standard library's decoder."""
+    try:
+        return cast(Callable[[str], Any], importlib.import_module("orjson").loads)
+    except ImportError:
+        return json.JSONDecoder().decode
+
+
+_decode = _decoder()
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file of an export, as ``manifest-files.json`` lists it."""
+
+    key: str
+    """The manifest's ``dataFileS3Key``, as written (``<prefix>/AWSDynamoDB/<ExportId>/data/<random>.json.gz``)."""
+    items: int
+    """The manifest's ``itemCount`` for it."""
+    md5: str
+    """The manifest's ``md5Checksum`` for it: the base64 MD5 digest of the ``.json.gz`` object."""
+
+
+@dataclass(frozen=True)
+class Export:
+    """A full DynamoDB JSON export of one table, its manifests read and checked by :func:`open_export`."""
+
+    location: str
+    """What the caller gave: ``"s3://bucket/prefix/AWSDynamoDB/<ExportId>/"`` or a local directory."""
+    table: str
+    """The table exported, from ``manifest-summary.json``'s ``tableArn``."""
+    item_count: int
+    """``manifest-summary.json``'s ``itemCount``: the sum of the files' counts."""
+    files: Tuple[DataFile, ...]
+
+    def read(self, file: DataFile) -> Iterator[Dict[str, Any]]:
+        """The file's items, raw (DynamoDB typed JSON: ``{"pk": {"S": ...}, ...}``), streamed: decompressed and
+        parsed a piece at a time, never the whole file in memory. At the end of the file its MD5 and item count
+        are checked against the manifest.
+
+        :raises ExportError: naming the file: it is missing, not a whole gzip file, holds a line that is not
+          ``{"Item": {...}}`` (the items before it were given), or, at its end, its MD5 or its item count differs
+          from the manifest.
+        """
+        source = _source(self.location)
+        relative = _relative(file.key)
+        if relative is None:
+            raise ExportError(f"{file.key!r} is not the dataFileS3Key of a data file of the export at "
+                              f"{self.location}")
+        return _items(source, relative, file)
+
+
+def open_export(location: str) -> Export:
+    """Read and check an export's manifests (``manifest-summary.json``, ``manifest-files.json``): a full export
+    (``FULL_EXPORT``) in DynamoDB JSON, whose files are all there and whose counts add up.
+
+    :param location: the export's own folder, where DynamoDB wrote its manifests:
+      ``"s3://bucket/prefix/AWSDynamoDB/<ExportId>/"``, or a local copy of it.
+    :raises ExportError: naming the file (or the location) and what is wrong.
+    """
+    if isinstance(location, os.PathLike):
+        location = os.fspath(location)
+    if not isinstance(location, str):
+        raise InvalidArgumentError(f"open_export() takes the export's location, an s3:// URL or a directory, not "
+                                   f"{location!r}")
+    source = _source(location)
+    summary_name = source.name(SUMMARY)
+    summary = _json_object(source, SUMMARY, _no_export(source))
+    _check_format(summary, summary_name)
+    arn = summary.get("tableArn")
+    table = table_of(arn)
+    if table is None:
+        raise ExportError(f"{summary_name}: tableArn {arn!r} is not a DynamoDB table's ARN "
+                          f"(arn:aws:dynamodb:<region>:<account>:table/<name>)")
+    item_count = summary.get("itemCount")
+    if not _is_count(item_count):
+        raise ExportError(f"{summary_name}: itemCount {item_count!r} is not a count of items")
+    listed = summary.get("manifestFilesS3Key")
+    files_relative = _relative(listed) if isinstance(listed, str) else FILES_MANIFEST
+    if files_relative is None:
+        raise ExportError(f"{summary_name}: manifestFilesS3Key {listed!r} is not a file of the export")
+    files = _data_files(source, files_relative)
+    files_name = source.name(files_relative)
+    total = sum(file.items for file in files)
+    if total != item_count:
+        raise ExportError(f"{files_name} lists {total} items in {len(files)} files, but {summary_name} says the "
+                          f"export of table {table} holds {item_count}: the manifests do not belong together, or "
+                          f"one was changed; copy the export again, or take a new one")
+    missing = source.missing([cast(str, _relative(file.key)) for file in files])  # each checked by _data_files
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ExportError(f"{source.name(missing[0])}{more} is listed in {files_name} but missing: the export is "
+                          f"incomplete (copied in part?); copy it whole, or take a new export")
+    return Export(location, table, cast(int, item_count), files)
+
+
+def table_of(arn: Any) -> Optional[str]:
+    """The table name in a table's ARN (``arn:aws:dynamodb:<region>:<account>:table/<name>``), else ``None``."""
+    found = _TABLE_ARN.match(arn) if isinstance(arn, str) else None
+    return found.group(1) if found else None
+
+
+def _check_format(summary: Dict[str, Any], name: str) -> None:
+    """Refuse what is not a full export in DynamoDB JSON."""
+    output = summary.get("outputFormat")
+    if output == "ION":
+        raise ExportError(f"{name}: an ION export (outputFormat ION); exports are read in DynamoDB JSON: take the "
+                          f"export with --export-format DYNAMODB_JSON (ExportFormat='DYNAMODB_JSON', the default)")
+    if output != "DYNAMODB_JSON":
+        raise ExportError(f"{name}: outputFormat is {output!r}, not DYNAMODB_JSON, the format exports are read in: "
+                          f"take the export with --export-format DYNAMODB_JSON")
+    kind = summary.get("exportType", "FULL_EXPORT")
+    if kind == "INCREMENTAL_EXPORT":
+        raise ExportError(f"{name}: an incremental export (exportType INCREMENTAL_EXPORT) holds changes, not the "
+                          f"table: a full export is needed (--export-type FULL_EXPORT, the default)")
+    if kind != "FULL_EXPORT":
+        raise ExportError(f"{name}: exportType is {kind!r}; a full export is needed (exportType FULL_EXPORT)")
+
+
+def _data_files(source: _Source, relative: str) -> Tuple[DataFile, ...]:
+    """The entries of ``manifest-files.json``, each checked."""
+    name = source.name(relative)
+    text = _text(source, relative, f"{name} is missing: DynamoDB writes it beside {SUMMARY}, which names it; copy "
+                                   f"the export whole")
+    files: List[DataFile] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        if not (isinstance(entry, dict) and _is_count(entry.get("itemCount"))
+                and isinstance(entry.get("md5Checksum"), str) and isinstance(entry.get("dataFileS3Key"), str)):
+            raise ExportError(f"{name}, line {number}: not a manifest entry as DynamoDB writes it "
+                              f'({{"itemCount": ..., "md5Checksum": ..., "dataFileS3Key": ...}}): {line[:200]!r}')
+        key = entry["dataFileS3Key"]
+        if _relative(key) is None:
+            raise ExportError(f"{name}, line {number}: dataFileS3Key {key!r} is not a file inside the export "
+                              f"({ROOT}/<ExportId>/data/...)")
+        files.append(DataFile(key, entry["itemCount"], entry["md5Checksum"]))
+    return tuple(files)
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _relative(key: str) -> Optional[str]:
+    """A key's path inside its export: its part after ``AWSDynamoDB/<ExportId>/`` (a key without that part is taken
+    as such a path already); ``None`` for a path that would leave the export."""
+    start = key.rfind(f"{ROOT}/")
+    if start >= 0:
+        slash = key.find("/", start + len(ROOT) + 1)
+        key = key[slash + 1:] if slash >= 0 else ""
+    parts = key.split("/")
+    if not key or any(part in ("", ".", "..") for part in parts) or "\\" in key:
+        return None
+    return key
+
+
+def _json_object(source: _Source, relative: str, missing: str) -> Dict[str, Any]:
+    name = source.name(relative)
+    try:
+        found = json.loads(_text(source, relative, missing))
+    except ValueError as error:
+        raise ExportError(f"{name} is not JSON ({error}): not a manifest as DynamoDB writes it", cause=error) \
+            from error
+    if not isinstance(found, dict):
+        raise ExportError(f"{name} is not a JSON object: not a manifest as DynamoDB writes it")
+    return found
+
+
+def _text(source: _Source, relative: str, missing: str) -> str:
+    """A small file of the export (a manifest), whole, as text."""
+    name = source.name(relative)
+    try:
+        stream = source.open(relative)
+        try:
+            data = stream.read()
+        finally:
+            stream.close()
+    except _Missing as error:
+        raise ExportError(f"{missing}{error.said}") from None
+    except (OSError, BotoCoreError) as error:
+        raise ExportError(f"{name} cannot be read: {error}", cause=error) from error
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ExportError(f"{name} is not UTF-8 text: not a manifest as DynamoDB writes it", cause=error) \
+            from error
+
+
+def _no_export(source: _Source) -> str:
+    message = (f"no {SUMMARY} at {source.name(SUMMARY)}: an export's location is its own folder, "
+               f"<prefix>/{ROOT}/<ExportId>/, where DynamoDB writes its manifests")
+    below = source.exports_below()
+    return f"{message}; exports found below it: {', '.join(below)}" if below else message
+
+
+# -- the data files ----------------------------------------------------------------------------------------------
+class _Hashing:
+    """A binary stream whose bytes are hashed (MD5) as they are read."""
+
+    __slots__ = ("_stream", "md5")
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self.md5 = hashlib.md5(usedforsecurity=False)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.md5.update(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        raise io.UnsupportedOperation("a data file is read once, from its start")
+
+
+def _items(source: _Source, relative: str, file: DataFile) -> Iterator[Dict[str, Any]]:
+    """The items of one data file, streamed; its MD5 and item count checked at its end."""
+    name = source.name(relative)
+    try:
+        stream = source.open(relative)
+    except _Missing as error:
+        raise ExportError(f"{name} is listed in {FILES_MANIFEST} but missing{error.said}: the export is incomplete "
+                          f"(copied in part?); copy it whole, or take a new export") from None
+    except (OSError, BotoCoreError) as error:
+        raise ExportError(f"{name} cannot be read: {error}", cause=error) from error
+    count = 0
+    try:
+        hashing = _Hashing(stream)
+        with gzip.GzipFile(fileobj=hashing, mode="rb") as unzipped:
+            rest = b""
+            while True:
+                chunk = _unzipped(unzipped, name)
+                if not chunk:
+                    break
+                block = rest + chunk
+                end = block.rfind(b"\n")
+                if end < 0:
+                    rest = block
+                    if len(rest) > _LONGEST_LINE:
+                        raise ExportError(f"{name}, line {count + 1}: over {_LONGEST_LINE} bytes long, more than any "
+                                          f"item's line: not a data file of a DynamoDB JSON export")
+                    continue
+                rest = block[end + 1:]
+                yield from _parse(block[:end], name, count)
+                count += block.count(b"\n", 0, end) + 1
+            if rest:
+                yield from _parse(rest, name, count)
+                count += 1
+        while hashing.read(_CHUNK):  # whatever follows the gzip data is part of the object too
+            pass
+    finally:
+        stream.close()
+    digest = base64.b64encode(hashing.md5.digest()).decode("ascii")
+    if digest != file.md5:
+        raise ExportError(f"{name}: its MD5 is {digest}, but {FILES_MANIFEST} lists {file.md5}: the file changed "
+                          f"after the export, or was damaged; copy it again, or take a new export")
+    if count != file.items:
+        raise ExportError(f"{name} holds {count} items, but {FILES_MANIFEST} says {file.items}: the manifest does "
+                          f"not belong to this file; copy the export again, or take a new one")
+
+
+def _unzipped(unzipped: gzip.GzipFile, name: str) -> bytes:
+    try:
+        return unzipped.read(_CHUNK)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ExportError(f"{name} is not a whole gzip file ({error}): it is truncated or corrupt; copy it again, or "
+                          f"take a new export", cause=error) from error
+    except BotoCoreError as error:
+        raise ExportError(f"{name}: reading it failed ({error})", cause=error) from error
+
+
+def _parse(block: bytes, name: str, before: int) -> Iterator[Dict[str, Any]]:
+    """The items of complete lines (``block``, without its last newline): the hot loop of an audit, so each line is
+    checked with as little as it takes. ``before`` lines of the file came before it."""
+    try:
+        lines: Iterable[str] = block.decode("utf-8").split("\n")
+    except UnicodeDecodeError:  # a line that is not UTF-8: the lines before it are items still
+        lines = (line.decode("utf-8") for line in block.split(b"\n"))
+    try:
+        for record in map(_decode, lines):
+            if type(record) is dict and len(record) == 1:
+                item = record.get("Item")
+                if type(item) is dict:
+                    yield item
+                    continue
+            raise ValueError("not an item")
+    except ValueError:  # the decoders' errors too
+        raise _bad_line(block, name, before) from None
+
+
+def _bad_line(block: bytes, name: str, before: int) -> ExportError:
+    """The error for the first line of ``block`` that is not ``{"Item": {...}}``."""
+    for number, line in enumerate(block.split(b"\n"), before + 1):
+        try:
+            record = _decode(line.decode("utf-8"))
+        except ValueError:
+            record = None
+        if type(record) is dict and len(record) == 1 and type(record.get("Item")) is dict:
+            continue
+        shown = line[:120].decode("utf-8", errors="replace")
+        if isinstance(record, dict) and ("NewImage" in record or "OldImage" in record):
+            return ExportError(f"{name}, line {number}: a change of an incremental export (NewImage, OldImage), "
+                               f"not an item: a full export is needed (--export-type FULL_EXPORT, the default)")
+        return ExportError(f"{name}, line {number}: not an item as a DynamoDB JSON export writes it "
+                           f"({_ITEM_SHAPE}): {shown!r}")
+    raise AssertionError("a block that failed holds a bad line")  # pragma: no cover
+
+
+# -- where the files are: a directory, or S3 ---------------------------------------------------------------------
+class _Missing(Exception):
+    """The object does not exist (the message says how the store put it, where it says more)."""
+
+    @property
+    def said(self) -> str:
+        """What the store said, to append to a message: ``" (NoSuchKey: ...)"``, or nothing."""
+        return f" ({self})" if str(self) else ""
+
+
+class _Source:
+    """Where an export's files are, each named by its path inside the export (``data/<random>.json.gz``)."""
+
+    def name(self, relative: str) -> str:
+        """The file's full name, for messages."""
+        raise NotImplementedError
+
+    def open(self, relative: str) -> BinaryIO:
+        """The file as a binary stream. :raises _Missing: it does not exist."""
+        raise NotImplementedError
+
+    def missing(self, relatives: Sequence[str]) -> List[str]:
+        """Those of ``relatives`` that do not exist (where the store can tell before reading them)."""
+        raise NotImplementedError
+
+    def exports_below(self) -> List[str]:
+        """Exports found under this location, for the message that it holds none itself."""
+        raise NotImplementedError
+
+
+class _Directory(_Source):
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def name(self, relative: str) -> str:
+        return os.path.join(self.root, *relative.split("/"))
+
+    def open(self, relative: str) -> BinaryIO:
+        try:
+            return open(self.name(relative), "rb")
+        except (FileNotFoundError, NotADirectoryError):
+            raise _Missing() from None
+
+    def missing(self, relatives: Sequence[str]) -> List[str]:
+        return [relative for relative in relatives if not os.path.isfile(self.name(relative))]
+
+    def exports_below(self) -> List[str]:
+        root = glob.escape(self.root)
+        found = glob.glob(os.path.join(root, "*", SUMMARY)) + glob.glob(os.path.join(root, ROOT, "*", SUMMARY))
+        return sorted(os.path.dirname(path) for path in found)[:5]
+
+
+class _Bucket(_Source):
+    def __init__(self, location: str) -> None:
+        scheme, _, path = location.partition("://")
+        self.scheme = scheme
+        self.bucket, _, prefix = path.partition("/")
+        if not self.bucket:
+            raise ExportError(f"{location} names no bucket: an export in S3 is s3://<bucket>/<prefix>/{ROOT}/"
+                              f"<ExportId>/")
+        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+    def name(self, relative: str) -> str:
+        return f"{self.scheme}://{self.bucket}/{self.prefix}{relative}"
+
+    def open(self, relative: str) -> BinaryIO:
+        try:
+            body = _s3_client().get_object(Bucket=self.bucket, Key=self.prefix + relative)["Body"]
+        except ClientError as error:
+            if _code(error) in ("NoSuchKey", "NoSuchBucket", "404"):
+                raise _Missing(_reason(error)) from None
+            raise ExportError(f"{self.name(relative)} cannot be read from S3: {_reason(error)}", cause=error) \
+                from error
+        return cast(BinaryIO, body)
+
+    def missing(self, relatives: Sequence[str]) -> List[str]:
+        folder = os.path.commonprefix(list(relatives)).rpartition("/")[0]
+        prefix = self.prefix + (folder + "/" if folder else "")
+        keys: Set[str] = set()
+        try:
+            for page in _s3_client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+                keys.update(entry["Key"] for entry in page.get("Contents", []))
+        except ClientError as error:
+            if _code(error) == "AccessDenied":  # reading needs only s3:GetObject: each file is checked when read
+                return []
+            raise ExportError(f"{self.name(folder)} cannot be listed: {_reason(error)}", cause=error) from error
+        except BotoCoreError as error:
+            raise ExportError(f"{self.name(folder)} cannot be listed: {error}", cause=error) from error
+        return [relative for relative in relatives if self.prefix + relative not in keys]
+
+    def exports_below(self) -> List[str]:
+        try:
+            page = _s3_client().list_objects_v2(Bucket=self.bucket, Prefix=f"{self.prefix}{ROOT}/", Delimiter="/",
+                                                MaxKeys=5)
+        except (ClientError, BotoCoreError):
+            return []
+        return [f"{self.scheme}://{self.bucket}/{entry['Prefix']}" for entry in page.get("CommonPrefixes", [])]
+
+
+def _source(location: str) -> _Source:
+    if _S3_SCHEME.match(location):
+        return _Bucket(location)
+    if "://" in location:
+        raise ExportError(f"{location}: exports are read from S3 (s3://<bucket>/<prefix>/{ROOT}/<ExportId>/) or "
+                          f"from a local directory")
+    return _Directory(location)
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _reason(error: ClientError) -> str:
+    found = error.response.get("Error", {})
+    return f"{found.get('Code', '')}: {found.get('Message', '')}".strip(": ")
+
+
+#: one S3 client in each process, made when it first reads (never kept on an Export: they travel to other processes)
+_CLIENTS: Dict[int, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _s3_client() -> Any:
+    """This process's S3 client, made through botocore's own configuration chain (profiles, region,
+    ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``). botocore's clients are thread-safe: the process's threads share
+    it."""
+    pid = os.getpid()
+    client = _CLIENTS.get(pid)
+    if client is None:
+        with _CLIENTS_LOCK:
+            client = _CLIENTS.get(pid)
+            if client is None:
+                client = botocore.session.get_session().create_client("s3")
+                _CLIENTS[pid] = client
+    return client
+
+
+def _new_lock() -> None:
+    global _CLIENTS_LOCK
+    _CLIENTS_LOCK = threading.Lock()  # a forked child never waits on a lock its parent's threads held
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock)
