@@ -51,6 +51,7 @@ nitpick_ignore = [
     ("py:class", "decimal.Decimal"),
     ("py:class", "Decimal"),  # bare, as annotated; no inventory holds it
     ("py:class", "random.Random"),
+    ("py:class", "os.PathLike"),
     # PynamoDB's, bare as the package imports them (some only under TYPE_CHECKING): no inventory holds them
     ("py:class", "Model"),
     ("py:class", "Condition"),

@@ -21,7 +21,7 @@ from .attributes import CounterField
 from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
 from .feeders import migrate_feeders
 from .models import CounterMixin
-from .reconcile import audit, repair
+from .reconcile import ExportProgress, audit, repair
 from .relations import Relation, counted_by
 from .resharding import reshard
 from .transactions import MAX_ACTIONS, CountedTransaction
@@ -38,6 +38,7 @@ __all__ = [
     "CounterMixin",
     "DEFAULT_RETRY_POLICY",
     "Drift",
+    "ExportProgress",
     "FeederChange",
     "FeederEntry",
     "FeederReport",

@@ -6,9 +6,11 @@ Everything else reads as if there were one PynamoDB.
 """
 from __future__ import annotations
 
+import base64
 import json
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
+import pynamodb
 from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
 from pynamodb.constants import ALL_OLD, BINARY, KEY, NUMBER, STRING
 
@@ -20,9 +22,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["KEY_LIMITS", "ItemId", "ParentKey", "discriminator_of", "holds", "item_id", "key_attributes", "key_of",
-           "key_request", "normalize_key", "oversized_key", "saved_version", "serialize_key",
-           "serialized_key_request", "version_condition"]
+__all__ = ["KEY_LIMITS", "ItemId", "ParentKey", "as_returned", "discriminator_of", "holds", "item_id",
+           "key_attributes", "key_of", "key_request", "normalize_key", "oversized_key", "saved_version",
+           "serialize_key", "serialized_key_request", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
@@ -32,6 +34,31 @@ ItemId = Tuple[str, Any, Any]
 
 # PynamoDB 6 serializes binary values to bytes, PynamoDB 5 to base64 text
 _SERIALIZED_TYPES: Dict[str, Tuple[type, ...]] = {STRING: (str,), NUMBER: (str,), BINARY: (bytes, bytearray, str)}
+
+
+_BINARY_AS_BYTES = int(pynamodb.__version__.split(".")[0]) >= 6  # botocore decodes base64 from PynamoDB 6 on
+
+
+def as_returned(value: Dict[str, Any]) -> Dict[str, Any]:
+    """An item in DynamoDB JSON (binary values in base64 text, as a table export holds them) as its model's
+    PynamoDB connection returns it, for ``from_raw_data()``: binary values as bytes on PynamoDB 6, as base64 text
+    on 5."""
+    if not _BINARY_AS_BYTES:
+        return value
+    return {name: _returned(typed) for name, typed in value.items()}
+
+
+def _returned(typed: Dict[str, Any]) -> Dict[str, Any]:
+    kind, raw = next(iter(typed.items()))
+    if kind == BINARY and isinstance(raw, str):
+        return {kind: base64.b64decode(raw)}
+    if kind == "BS":
+        return {kind: [base64.b64decode(each) if isinstance(each, str) else each for each in raw]}
+    if kind == "M":
+        return {kind: as_returned(raw)}
+    if kind == "L":
+        return {kind: [_returned(each) for each in raw]}
+    return typed
 
 
 _KEYS_HELD = "_pynamodb_counters_keys"  # on a counted model class, in its own namespace: its key attributes

@@ -29,13 +29,16 @@ import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
-from typing import Any, Callable, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .exceptions import CounterError, InvalidArgumentError
 
-__all__ = ["ENGINES", "Task", "run", "run_local", "run_spark"]
+__all__ = ["ENGINES", "Task", "run", "run_by_key", "run_local", "run_spark"]
 
 P = TypeVar("P")
+K = TypeVar("K")
+V = TypeVar("V")
+R = TypeVar("R")
 
 Task = Tuple[Any, Any]
 """One unit of work: ``(export, data file)``, both picklable."""
@@ -58,22 +61,62 @@ def run(engine: str, tasks: Sequence[Task], work: Callable[[Task], P], merge: Ca
 
     :raises InvalidArgumentError: an unknown engine, or an option of the other engine.
     """
+    _check(engine, spark, workers)
+    if engine == "local":
+        return run_local(tasks, work, merge, empty, workers)
+    return run_spark(tasks, work, merge, empty, spark)
+
+
+def _check(engine: str, spark: Any, workers: Optional[int]) -> None:
     if engine == "local":
         if spark is not None:
             raise InvalidArgumentError("spark= is for engine='spark': engine='local' runs on this machine's cores "
                                        "(pass engine='spark' to run on the session)")
-        return run_local(tasks, work, merge, empty, workers)
-    if engine == "spark":
+    elif engine == "spark":
         if workers is not None:
             raise InvalidArgumentError("workers= is for engine='local': on engine='spark' the session's executors "
                                        "do the work (size them when building the session)")
-        return run_spark(tasks, work, merge, empty, spark)
-    raise InvalidArgumentError(f"engine is 'local' (this machine's cores) or 'spark' (a PySpark job on spark=), "
-                               f"not {engine!r}")
+    else:
+        raise InvalidArgumentError(f"engine is 'local' (this machine's cores) or 'spark' (a PySpark job on "
+                                   f"spark=), not {engine!r}")
+
+
+def run_by_key(engine: str, tasks: Sequence[Task], work: Callable[[Task], Dict[K, V]],
+               combine: Callable[[V, V], V], judge: Callable[[V], R], merge: Callable[[R, R], R], empty: R, *,
+               spark: Any = None, workers: Optional[int] = None,
+               done: Optional[Callable[[Task], None]] = None) -> R:
+    """A computation whose findings need every task's share of a key: ``work(task)`` gives its values by key, the
+    values of one key are combined (``combine(a, b)``, whatever their order), each key's whole value is judged
+    (``judge(value)``), and the judgements merged (``merge``; ``empty`` when there are none).
+
+    On ``"local"``, the tasks run as in :func:`run_local` and the keys are combined and judged in this process.
+    On ``"spark"``, the values are combined on the executors (a ``reduceByKey``) and judged there: only the
+    judgements reach the driver, however many keys the tasks give. ``done(task)`` is called in this process as
+    each task's values are merged (on Spark, for every task once the job ends).
+
+    :raises InvalidArgumentError: as :func:`run`.
+    """
+    _check(engine, spark, workers)
+    if engine == "spark":
+        context = _spark_context(spark)
+        found: Union[R, _Raised] = empty
+        if tasks:
+            found = (context.parallelize(list(tasks), len(tasks)).flatMap(_GuardedPairs(work))
+                     .reduceByKey(_GuardedMerge(combine)).map(_GuardedJudge(judge))
+                     .fold(empty, _GuardedMerge(merge)))
+        if isinstance(found, _Raised):
+            raise found.error
+        for task in tasks:
+            if done is not None:
+                done(task)
+        return found
+    nothing: Dict[K, V] = {}
+    merged = run_local(tasks, work, _ByKey[K, V](combine), nothing, workers, done)
+    return functools.reduce(merge, map(judge, merged.values()), empty)
 
 
 def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P,
-              workers: Optional[int] = None) -> P:
+              workers: Optional[int] = None, done: Optional[Callable[[Task], None]] = None) -> P:
     """Run ``work`` on every task on this machine's cores: one task per data file in a pool of ``workers``
     processes (default: one per core), forked so that nothing but tasks and results is pickled (threads where the
     platform cannot fork), each result merged as it comes. One task, or one worker, runs in this process.
@@ -83,19 +126,31 @@ def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[
     A fork copies the locks of the process's other threads as they are (Python 3.12 and later warn of it): run it
     where no other thread may hold one the work needs, or with ``workers=1``.
 
+    :param done: called in this process with each task, once its result is merged.
     :raises InvalidArgumentError: ``workers`` is not a whole number of at least 1.
     """
     count = _worker_count(workers)
     if not tasks:
         return empty
     if len(tasks) == 1 or count == 1:
-        return functools.reduce(merge, (work(task) for task in tasks))
+        return _merged(((task, work(task)) for task in tasks), merge, done)
     pool, call = _pool(min(count, len(tasks)), work)
     try:
-        futures: List[Future[P]] = [pool.submit(call, task) for task in tasks]
-        return functools.reduce(merge, (future.result() for future in as_completed(futures)))
+        futures: Dict[Future[P], Task] = {pool.submit(call, task): task for task in tasks}
+        return _merged(((futures[future], future.result()) for future in as_completed(futures)), merge, done)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _merged(results: Iterable[Tuple[Task, P]], merge: Callable[[P, P], P],
+            done: Optional[Callable[[Task], None]]) -> P:
+    """The results merged in the order they come (at least one), ``done`` told of each task."""
+    merged: List[P] = []
+    for task, result in results:
+        merged[:] = [merge(merged[0], result) if merged else result]
+        if done is not None:
+            done(task)
+    return merged[0]
 
 
 def run_spark(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P,
@@ -196,3 +251,48 @@ class _GuardedMerge(Generic[P]):
         if isinstance(b, _Raised):
             return b
         return self.merge(a, b)
+
+
+_RAISED_KEY = ("pynamodb_counters", "raised")
+"""The key a library error raised by the work travels under on Spark (no DynamoDB type is named so)."""
+
+
+@dataclass(frozen=True)
+class _GuardedPairs(Generic[K, V]):
+    """The keyed work as Spark runs it: a task's values as pairs, a library error as one pair of its own."""
+
+    work: Callable[[Task], Dict[K, V]]
+
+    def __call__(self, task: Task) -> List[Tuple[Any, Any]]:
+        try:
+            return list(self.work(task).items())
+        except CounterError as error:
+            return [(_RAISED_KEY, _Raised(error))]
+
+
+@dataclass(frozen=True)
+class _GuardedJudge(Generic[V, R]):
+    """The judgement as Spark runs it: an error brought back stays one, a library error raised becomes one."""
+
+    judge: Callable[[V], R]
+
+    def __call__(self, pair: Tuple[Any, Union[V, _Raised]]) -> Union[R, _Raised]:
+        value = pair[1]
+        if isinstance(value, _Raised):
+            return value
+        try:
+            return self.judge(value)
+        except CounterError as error:
+            return _Raised(error)
+
+
+@dataclass(frozen=True)
+class _ByKey(Generic[K, V]):
+    """Two tasks' values by key, merged: a key's values combined (the first mapping, updated)."""
+
+    combine: Callable[[V, V], V]
+
+    def __call__(self, first: Dict[K, V], second: Dict[K, V]) -> Dict[K, V]:
+        for key, value in second.items():
+            first[key] = self.combine(first[key], value) if key in first else value
+        return first

@@ -111,6 +111,9 @@ class AuditReport:
     :ivar unverifiable: the parents fed by relations that are not loaded (:class:`Unverifiable`): not counted,
       not drift, never repaired.
     :ivar missing: the explicit ``parents=`` keys that name no stored parent (not counted).
+    :ivar candidates: in an audit from an export, the parents whose stored total differs from their children in
+      the export, as the export holds them (:attr:`drifts` are those still drifted on the live table); ``()``
+      otherwise.
     """
 
     model: Type[Model]
@@ -121,6 +124,7 @@ class AuditReport:
     read_units_estimated: bool
     unverifiable: Tuple[Unverifiable, ...] = ()
     missing: Tuple[Tuple[Any, ...], ...] = ()
+    candidates: Tuple[Drift, ...] = ()
 
     @property
     def drifted(self) -> int:
@@ -133,7 +137,8 @@ class AuditReport:
                 "drifted": self.drifted, "read_units": self.read_units,
                 "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts],
                 "unverifiable": [u.as_dict() for u in self.unverifiable],
-                "missing": [json_key(self.model, key) for key in self.missing]}
+                "missing": [json_key(self.model, key) for key in self.missing],
+                "candidates": [c.as_dict() for c in self.candidates]}
 
 
 @dataclass(frozen=True)

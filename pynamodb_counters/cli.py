@@ -22,10 +22,11 @@ from pynamodb.constants import BINARY, NUMBER
 
 from . import __version__
 from ._compat import key_attributes
+from ._export_audit import ExportProgress
 from ._reports import AuditReport, RepairReport, json_key
 from ._spec import counters_of, feeders_of, relations_of
 from .attributes import CounterField
-from .exceptions import ConfigurationError, CounterError
+from .exceptions import ConfigurationError, CounterError, InvalidArgumentError
 from .feeders import migrate_feeders
 from .reconcile import audit, repair
 from .relations import Relation
@@ -99,6 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--key-prefix", help="only parents whose hash key starts with this")
         command.add_argument("--endpoint-url", help="the DynamoDB endpoint (default: the models' Meta.host)")
         command.add_argument("--region", help="the AWS region (default: the models' Meta.region)")
+        command.add_argument("--export", action="append", metavar="LOCATION", dest="exports",
+                             help="audit every parent of this table export (s3://bucket/prefix/AWSDynamoDB/<id>/ "
+                                  "or a local copy), verifying its candidates on the live table; repeat it for "
+                                  "each table the counter's relations read")
+        command.add_argument("--engine", choices=("local", "spark"), default="local",
+                             help="with --export: read it on this machine's cores (local, the default) or as a "
+                                  "Spark job (the session SparkSession.builder.getOrCreate() gives: the job's "
+                                  "under spark-submit)")
+        command.add_argument("--workers", type=_at_least_one,
+                             help="with --export and the local engine: processes reading its files (default: one "
+                                  "per core)")
         output = command.add_mutually_exclusive_group()
         output.add_argument("--json", action="store_true", help="print one JSON object")
         output.add_argument("--csv", action="store_true", help="print CSV rows")
@@ -288,11 +300,16 @@ def _prepare(args: argparse.Namespace) -> Tuple[CounterField, Optional[List[Any]
 def _reconcile(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     _, parents = _prepare(args)
-    progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-    report = audit(target, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
-                   segments=args.segments, workers=args.segments, progress=progress)
-    if progress is not None:
-        progress.close()
+    if args.exports:
+        report = _audit_export(target, args)
+    else:
+        if args.engine != "local" or args.workers is not None:
+            raise InvalidArgumentError("--engine and --workers choose how an export is read: pass --export too")
+        progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+        report = audit(target, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
+                       segments=args.segments, workers=args.segments, progress=progress)
+        if progress is not None:
+            progress.close()
     if args.command == "audit":
         _print_audit(report, args)
         return _unverified(report) or _not_found(report) or (1 if report.drifts else 0)
@@ -315,6 +332,31 @@ def _reconcile(args: argparse.Namespace) -> int:
     if not args.apply:
         return 1 if report.drifts else 0
     return 0 if repairs.complete else 1
+
+
+def _audit_export(target: Target, args: argparse.Namespace) -> AuditReport:
+    """An audit from ``--export``, its progress on stderr: redrawn on a terminal, a line a stage elsewhere."""
+    if args.parents or args.limit is not None or args.segments != 1:
+        raise InvalidArgumentError("--export audits every parent of the export: --parent, --limit and --segments "
+                                   "are for audits of the live table")
+    spark = _spark_session() if args.engine == "spark" else None
+    progress = _ExportProgress(sys.stderr)
+    try:
+        return audit(target, export=args.exports, engine=args.engine, spark=spark, workers=args.workers,
+                     key_prefix=args.key_prefix, progress=progress)
+    finally:
+        progress.close()
+
+
+def _spark_session() -> Any:
+    """The session ``--engine spark`` runs on: ``SparkSession.builder.getOrCreate()`` (under ``spark-submit``,
+    the job's own)."""
+    try:
+        sql = importlib.import_module("pyspark.sql")
+    except ImportError as error:
+        raise ConfigurationError("--engine spark needs PySpark: pip install 'pynamodb-counters[spark]' (and Java "
+                                 "17 or later), or run the command with spark-submit") from error
+    return sql.SparkSession.builder.getOrCreate()
 
 
 def _unverified(report: AuditReport) -> int:
@@ -452,7 +494,9 @@ def _summary(report: AuditReport) -> str:
     estimate = " (cost-model estimate included)" if report.read_units_estimated else ""
     unverifiable = f", {len(report.unverifiable)} unverifiable" if report.unverifiable else ""
     unverifiable += f", {len(report.missing)} not found" if report.missing else ""
-    return (f"{_count(report.parents_checked, 'parent')} checked, {report.drifted} drifted{unverifiable}, "
+    candidates = f"{_count(len(report.candidates), 'candidate')} from the export, " if report.candidates else ""
+    return (f"{_count(report.parents_checked, 'parent')} checked, {candidates}{report.drifted} drifted"
+            f"{unverifiable}, "
             f"{_count(report.read_units, 'read unit')}{estimate}")
 
 
@@ -479,3 +523,50 @@ class _Progress:
     def close(self) -> None:
         self.stream.write("\n")
         self.stream.flush()
+
+
+class _ExportProgress:
+    """The progress of an audit from an export: files and items read, candidates, verified. On a terminal, one
+    line redrawn at most ten times a second; elsewhere (a log), one line when the files are read and one when the
+    candidates are verified."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.live = stream.isatty()
+        self.shown = 0.0
+        self.last: Optional[ExportProgress] = None
+        self.printed: Optional[str] = None
+
+    def __call__(self, state: ExportProgress) -> None:
+        self.last = state
+        stage = "read" if state.candidates is None else "verify"
+        if self.live:
+            now = time.monotonic()
+            if now - self.shown >= 0.1 or state.files_read == state.files:
+                self.shown = now
+                self.stream.write(f"\r{self._line(state)}")
+                self.stream.flush()
+        elif stage == "verify" and self.printed is None:
+            self._print(f"{self._read(state)}; {_count(state.candidates or 0, 'candidate')}")
+        elif stage == "verify" and state.verified == state.candidates:
+            self._print(f"verified {state.verified}/{state.candidates} candidates on the live table")
+
+    def _print(self, line: str) -> None:
+        self.printed = line
+        self.stream.write(f"{line}\n")
+        self.stream.flush()
+
+    @staticmethod
+    def _read(state: ExportProgress) -> str:
+        return f"read {state.files_read}/{state.files} files, {_count(state.items_read, 'item')}"
+
+    def _line(self, state: ExportProgress) -> str:
+        if state.candidates is None:
+            return self._read(state)
+        return (f"{self._read(state)}; {_count(state.candidates, 'candidate')}, verified {state.verified}/"
+                f"{state.candidates}")
+
+    def close(self) -> None:
+        if self.live and self.last is not None:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Un
 
 from pynamodb.exceptions import UpdateError
 
+from ._audit_rules import loaded_feeders
 from ._base import FED_BY, FEED_SEPARATOR, SHARD_COUNT, feeder_id
 from ._compat import ParentKey, key_attributes, serialize_key
 from ._items import ShardItems, count_of
@@ -32,7 +33,7 @@ from ._shards import shard_key
 from ._spec import feeders_of, shard_count
 from .attributes import CounterField
 from .exceptions import InvalidArgumentError, TransactionError
-from .reconcile import check_scannable, loaded_feeders
+from .reconcile import check_scannable
 from .relations import Relation
 
 __all__ = ["migrate_feeders"]

@@ -22,32 +22,31 @@ parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``co
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from pynamodb.attributes import TTLAttribute
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
-from pynamodb.expressions.condition import Condition
 
-from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, feeder_id, legacy_feeder_id, same_class
-from ._compat import ParentKey, discriminator_of, key_attributes, normalize_key, serialize_key
-from ._conditions import discriminator_condition, parent_condition, sequence_is
+from ._audit_rules import audited, counted_classes, expired, loaded_feeders, sum_stored
+from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT, same_class
+from ._compat import ParentKey, key_attributes, normalize_key, serialize_key
+from ._conditions import parent_condition, sequence_is
 from ._costs import read_units
+from ._export_audit import ExportProgress, Location, audit_export, exports_of
 from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
 from ._reads import read_shards, scan_parents
 from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
 from ._set_counter import write_total
-from ._spec import all_relations, feeders_of, shard_count
+from ._spec import all_relations, shard_count
 from .attributes import CounterField
 from .exceptions import ConfigurationError, InvalidArgumentError, TransactionError
 from .models import CounterMixin
 from .relations import Relation
 from .signals import counter_repaired, send_safely
 
-__all__ = ["AuditReport", "Drift", "Repair", "RepairReport", "Unverifiable", "audit", "repair"]
+__all__ = ["AuditReport", "Drift", "ExportProgress", "Repair", "RepairReport", "Unverifiable", "audit", "repair"]
 
 Progress = Callable[[int, Optional[int]], None]
 DEFAULT_ITEM_BYTES = 200
@@ -56,9 +55,12 @@ DEFAULT_ITEM_BYTES = 200
 
 def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[Any]] = None,
           key_prefix: Optional[str] = None, limit: Optional[int] = None, segments: int = 1,
-          workers: int = 1, item_bytes: int = DEFAULT_ITEM_BYTES, progress: Optional[Progress] = None
+          workers: Optional[int] = None, item_bytes: int = DEFAULT_ITEM_BYTES,
+          progress: Optional[Callable[..., None]] = None,
+          export: Union[Location, Sequence[Location], None] = None, engine: str = "local", spark: Any = None
           ) -> AuditReport:
-    """Compare a counter with the number of children on a bounded set of parents.
+    """Compare a counter with the number of children on a bounded set of parents, or on every parent of a table
+    export.
 
     :param target: the counter (``Post.like_tally``) or one relation feeding it (``Like.post``); either way every
       relation feeding the counter is counted.
@@ -68,18 +70,41 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     :param key_prefix: with a Scan, only parents whose hash key starts with it.
     :param limit: with a Scan, stop after this many parents.
     :param segments: with a Scan, a parallel Scan of this many segments, one thread each.
-    :param workers: with explicit keys, how many threads count parents at once.
+    :param workers: with explicit keys, how many threads count parents at once (default 1); with ``export``, how
+      many processes of the local engine read its files (default: this machine's cores), and how many threads
+      verify its candidates (default 8).
     :param item_bytes: the item size the cost model assumes where the server reports no capacity.
     :param progress: called as ``progress(done, total)`` after each parent (``total`` is ``None`` for a Scan
-      without ``limit``).
+      without ``limit``); with ``export``, as ``progress(state)`` with an
+      :class:`~pynamodb_counters.ExportProgress` after each data file and each candidate verified.
+    :param export: audit every parent of a table export (``ExportTableToPointInTime`` in DynamoDB JSON): the
+      location of its ``AWSDynamoDB/<ExportId>/`` prefix (``s3://bucket/prefix/AWSDynamoDB/<ExportId>/``, or a
+      local directory), or a list of them when the parent's and the children's tables differ, one export each.
+      The export nominates :attr:`AuditReport.candidates`; each is recounted on the live table, and only those
+      still drifted are :attr:`AuditReport.drifts`. With ``key_prefix``, only parents whose hash key starts with
+      it (and their children).
+    :param engine: with ``export``, ``"local"`` (this machine's cores) or ``"spark"`` (a PySpark job).
+    :param spark: with ``engine="spark"``, the ``pyspark.sql.SparkSession`` to run it on (EMR, Glue,
+      ``local[*]``); the library never creates one.
     :raises ConfigurationError: no relation feeding the counter is loaded, a relation without ``prefix=`` or
       ``children=``, a Scan of a table shared with other models when the parent model has neither a
       discriminator nor an ``audit_filter()``.
-    :raises InvalidArgumentError: ``segments`` or ``workers`` below 1, a negative ``limit``.
+    :raises ExportError: with ``export``: an export that cannot be read as DynamoDB writes it, an export of a
+      table the audit does not read, a table it reads with no export, a relation counted by a ``children=``
+      function (it reads the live table). Nothing is reported.
+    :raises InvalidArgumentError: ``segments`` or ``workers`` below 1, a negative ``limit``; with ``export``,
+      ``parents``, ``limit`` or ``segments``, an unknown ``engine``, ``spark`` without ``engine="spark"``.
     """
+    if export is not None:
+        return _audit_export(target, export, key_prefix=key_prefix, limit=limit, parents=parents,
+                             segments=segments, workers=workers, item_bytes=item_bytes, progress=progress,
+                             engine=engine, spark=spark)
+    if engine != "local" or spark is not None:
+        raise InvalidArgumentError("engine= and spark= choose how an export is read: pass export= too")
     auditor = _Auditor(target, item_bytes)
-    if segments < 1 or workers < 1 or (limit is not None and limit < 0):
+    if segments < 1 or (workers is not None and workers < 1) or (limit is not None and limit < 0):
         raise InvalidArgumentError("segments and workers are at least 1, limit at least 0")
+    workers = workers or 1
     drifts: List[Drift] = []
     unverifiable: List[Unverifiable] = []
     missing: List[ParentKey] = []
@@ -132,24 +157,25 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
                        tuple(sorted(unverifiable, key=lambda u: repr(u.key))), tuple(sorted(missing, key=repr)))
 
 
-def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
-    """The feeder ids an audit of ``counter`` recognises, each with the loaded relation it names: every loaded
-    relation's :func:`~pynamodb_counters._base.feeder_id`, and its legacy ``module:Class.relation`` id (recorded by
-    earlier releases).
+def _audit_export(target: Union[CounterField, Relation], export: Union[Location, Sequence[Location]], *,
+                  key_prefix: Optional[str], limit: Optional[int], parents: Optional[Iterable[Any]],
+                  segments: int, workers: Optional[int], item_bytes: int,
+                  progress: Optional[Callable[..., None]], engine: str, spark: Any) -> AuditReport:
+    """``audit(export=...)``: the export's candidates, verified on the live table by keys."""
+    counter, _ = audited(target)
+    locations = exports_of(export)
+    if parents is not None or limit is not None or segments != 1:
+        raise InvalidArgumentError("an audit from an export reads every parent of the export: parents=, limit= "
+                                   "and segments= are for audits of the live table")
+    if workers is not None and workers < 1:
+        raise InvalidArgumentError("workers is at least 1")
 
-    :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id
-      (an audit could not tell their parents apart): one of them needs ``feeder=``.
-    """
-    current: Dict[str, Relation] = {}
-    for relation in feeders_of(counter):
-        other = current.setdefault(feeder_id(relation), relation)
-        if other is not relation and not same_class(other.child_model, relation.child_model):
-            raise ConfigurationError(
-                f"{other} and {relation} both feed {counter!r} under the feeder id {feeder_id(relation)!r}: an "
-                f"audit could not tell which of them fed a parent. Give one of them a stable name of its own, "
-                f"counted_by(..., feeder='...')")
-    legacy = {legacy_feeder_id(relation): relation for relation in feeders_of(counter)}
-    return {**legacy, **current}
+    def verify(keys: List[ParentKey], done: Optional[Progress]) -> AuditReport:
+        return audit(counter, parents=keys, workers=min(workers or 8, len(keys)), item_bytes=item_bytes,
+                     progress=done)
+
+    return audit_export(counter, locations, verify, engine=engine, spark=spark, workers=workers,
+                        key_prefix=key_prefix, progress=progress)
 
 
 def check_scannable(model: Any) -> None:
@@ -212,15 +238,6 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
     return RepairReport(tuple(repairs))
 
 
-def _sum(values: Sequence[Optional[Stored]]) -> Optional[Stored]:
-    """The sum of the values present, ``None`` when none is (an ``int`` unless one is not whole)."""
-    present = [value for value in values if value is not None]
-    if not present:
-        return None
-    total = sum(present)
-    return total if isinstance(total, int) or total != total.to_integral_value() else int(total)
-
-
 @dataclass(frozen=True)
 class _Observation:
     key: ParentKey
@@ -251,24 +268,11 @@ class _Auditor:
     """Reads one counter, its parents and their children; all the I/O of audits and repairs."""
 
     def __init__(self, target: Union[CounterField, Relation], item_bytes: int) -> None:
-        counter = target.counter if isinstance(target, Relation) else target
-        if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
-            raise InvalidArgumentError(f"audit() needs a CounterField such as Post.like_tally or a relation such "
-                                     f"as Like.post, not {target!r}")
-        self.counter, self.model, self.attribute = counter, counter.model, counter.name
-        self.feeders = feeders_of(counter)
-        if not self.feeders:
-            raise ConfigurationError(f"no counted_by() relation feeds {self.model.__name__}.{self.attribute} among "
-                                     f"the models loaded: import the modules that declare its relations (the "
-                                     f"command's --import MODULE)")
+        counter, self.feeders = audited(target)
+        model: Any = counter.model
+        self.counter, self.model, self.attribute = counter, model, str(counter.name)
         self.loaded = frozenset(loaded_feeders(counter))
         self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
-        for relation in self.feeders:
-            if relation.prefix is None and relation.children is None:
-                raise ConfigurationError(f"{relation} cannot be audited: declare counted_by(..., prefix=...) for "
-                                         f"children in the parent's partition, or children=... to count them")
-            if relation.prefix is not None and not relation.child_model._range_keyname:
-                raise ConfigurationError(f"{relation}: prefix= needs a child model with a range key")
         # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
         # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
         self.rollup = any(relation.create_parent for relation in self.feeders)
@@ -296,16 +300,16 @@ class _Auditor:
         return self._from_items(key, self.read(key))
 
     def _from_items(self, key: ParentKey, items: ShardItems) -> _Observation:
-        if not items[0] or (self.rollup and _expired(self.model, items[0])):  # a rollup past its TTL is gone
+        if not items[0] or (self.rollup and expired(self.model, items[0])):  # a rollup past its TTL is gone
             return _Observation(key, False, None, None)
         shards = [item for _, item in counter_shards(self.counter, items)]
         counts = [stored_of(item, self.counter.attr_name) for item in shards]
         sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
-        sequence = _sum(sequences)
+        sequence = sum_stored(sequences)
         fed_by = frozenset(entry[len(self.entry):] for item in items
                            for entry in ((item or {}).get(FED_BY.attr_name) or {}).get("SS", ())
                            if entry.startswith(self.entry))
-        return _Observation(key, True, _sum(counts), None if sequence is None else int(sequence), fed_by)
+        return _Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), fed_by)
 
     def unverifiable(self, observation: _Observation) -> Optional[Unverifiable]:
         """The parent as unverifiable when it records feeders that are not loaded here, else ``None``."""
@@ -457,24 +461,3 @@ class _Auditor:
             return False
         return True
 
-
-def counted_classes(child: Any) -> Optional[Condition]:
-    """What picks out, among the items under a relation's ``prefix=``, those its child model counts: in a
-    polymorphic model, the discriminator of the child class and of its registered subclasses (the relation is
-    inherited), since sibling classes may share the prefix; ``None`` for a model of its own, or for the root of a
-    polymorphic model (it counts every class)."""
-    attribute = discriminator_of(child)
-    if attribute is None or attribute.get_discriminator(child) is None:
-        return None
-    return discriminator_condition(child)
-
-
-def _expired(model: Any, item: Dict[str, Any]) -> bool:
-    """Whether ``item`` is past the time its model's ``TTLAttribute`` holds: DynamoDB deletes such items within
-    days. Only a rollup bucket (a parent created by its first count) that expired is outside drift: no write
-    counts into it any more."""
-    for attribute in model.get_attributes().values():
-        if isinstance(attribute, TTLAttribute):
-            expires = count_of(item, attribute.attr_name)
-            return expires is not None and expires <= time.time()
-    return False

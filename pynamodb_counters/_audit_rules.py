@@ -1,0 +1,100 @@
+"""
+What an audit counts, whichever way it reads (the live table, an export): the counter and the relations feeding
+it, the feeders it recognises on a parent, the classes a relation counts under its prefix, the rollups past their
+TTL that are not drift, and a counter's stored total over its shards. Declarations only, no I/O.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from pynamodb.attributes import TTLAttribute
+from pynamodb.expressions.condition import Condition
+
+from ._base import feeder_id, legacy_feeder_id, same_class
+from ._compat import discriminator_of
+from ._conditions import discriminator_condition
+from ._items import Stored, count_of
+from ._spec import feeders_of
+from .attributes import CounterField
+from .exceptions import ConfigurationError, InvalidArgumentError
+from .relations import Relation
+
+__all__ = ["audited", "counted_classes", "expired", "loaded_feeders", "sum_stored"]
+
+
+def audited(target: Any) -> Tuple[CounterField, Tuple[Relation, ...]]:
+    """The counter an audit of ``target`` (a counter, or one relation feeding it) checks, and every relation
+    feeding it.
+
+    :raises InvalidArgumentError: ``target`` is neither.
+    :raises ConfigurationError: no relation feeding the counter is loaded, or one can be audited neither by its
+      prefix nor by a ``children=`` function.
+    """
+    counter = target.counter if isinstance(target, Relation) else target
+    if not isinstance(counter, CounterField) or counter.model is None or counter.name is None:
+        raise InvalidArgumentError(f"audit() needs a CounterField such as Post.like_tally or a relation such "
+                                   f"as Like.post, not {target!r}")
+    feeders = feeders_of(counter)
+    if not feeders:
+        raise ConfigurationError(f"no counted_by() relation feeds {counter.model.__name__}.{counter.name} among "
+                                 f"the models loaded: import the modules that declare its relations (the "
+                                 f"command's --import MODULE)")
+    for relation in feeders:
+        if relation.prefix is None and relation.children is None:
+            raise ConfigurationError(f"{relation} cannot be audited: declare counted_by(..., prefix=...) for "
+                                     f"children in the parent's partition, or children=... to count them")
+        if relation.prefix is not None and not relation.child_model._range_keyname:
+            raise ConfigurationError(f"{relation}: prefix= needs a child model with a range key")
+    return counter, feeders
+
+
+def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
+    """The feeder ids an audit of ``counter`` recognises, each with the loaded relation it names: every loaded
+    relation's :func:`~pynamodb_counters._base.feeder_id`, and its legacy ``module:Class.relation`` id (recorded by
+    earlier releases).
+
+    :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id
+      (an audit could not tell their parents apart): one of them needs ``feeder=``.
+    """
+    current: Dict[str, Relation] = {}
+    for relation in feeders_of(counter):
+        other = current.setdefault(feeder_id(relation), relation)
+        if other is not relation and not same_class(other.child_model, relation.child_model):
+            raise ConfigurationError(
+                f"{other} and {relation} both feed {counter!r} under the feeder id {feeder_id(relation)!r}: an "
+                f"audit could not tell which of them fed a parent. Give one of them a stable name of its own, "
+                f"counted_by(..., feeder='...')")
+    legacy = {legacy_feeder_id(relation): relation for relation in feeders_of(counter)}
+    return {**legacy, **current}
+
+
+def counted_classes(child: Any) -> Optional[Condition]:
+    """What picks out, among the items under a relation's ``prefix=``, those its child model counts: in a
+    polymorphic model, the discriminator of the child class and of its registered subclasses (the relation is
+    inherited), since sibling classes may share the prefix; ``None`` for a model of its own, or for the root of a
+    polymorphic model (it counts every class)."""
+    attribute = discriminator_of(child)
+    if attribute is None or attribute.get_discriminator(child) is None:
+        return None
+    return discriminator_condition(child)
+
+
+def expired(model: Any, item: Dict[str, Any]) -> bool:
+    """Whether ``item`` is past the time its model's ``TTLAttribute`` holds: DynamoDB deletes such items within
+    days. Only a rollup bucket (a parent created by its first count) that expired is outside drift: no write
+    counts into it any more."""
+    for attribute in model.get_attributes().values():
+        if isinstance(attribute, TTLAttribute):
+            expires = count_of(item, attribute.attr_name)
+            return expires is not None and expires <= time.time()
+    return False
+
+
+def sum_stored(values: Sequence[Optional[Stored]]) -> Optional[Stored]:
+    """The sum of the values present, ``None`` when none is (an ``int`` unless one is not whole)."""
+    present = [value for value in values if value is not None]
+    if not present:
+        return None
+    total = sum(present)
+    return total if isinstance(total, int) or total != total.to_integral_value() else int(total)

@@ -1,0 +1,390 @@
+"""
+What a table export says of one counter, item by item: each parent's stored total (its own item and its shard
+items) and the children its relations count into it, with the meaning of the live audit (``_audit_rules``). Pure,
+no I/O: the export's data files are read elsewhere, and any number of them are tallied apart and merged
+(:func:`merge_tallies`), so the same computation runs on this machine's cores or on Spark.
+
+The live audit reads with DynamoDB's conditions (a Scan filtered by the parent model's ``audit_filter()``, a
+Query of a parent's partition under a relation's prefix, filtered by the classes it counts); here the same
+conditions are evaluated on each raw item (:func:`matcher`).
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple
+
+from pynamodb.expressions.condition import (
+    And,
+    BeginsWith,
+    Between,
+    Comparison,
+    Condition,
+    Contains,
+    Exists,
+    In,
+    IsType,
+    Not,
+    NotExists,
+    Or,
+)
+from pynamodb.expressions.operand import Path, Value
+
+from ._audit_rules import counted_classes, expired, loaded_feeders, sum_stored
+from ._base import FED_BY, FEED_SEPARATOR, SHARD
+from ._compat import ParentKey, as_returned, key_attributes
+from ._items import Stored, stored_of
+from .attributes import CounterField
+from .exceptions import ExportError
+from .relations import Relation
+
+__all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Tally", "matcher", "merge_tallies"]
+
+Typed = Tuple[str, Any]
+"""One raw typed value, hashable: ``("S", "POST#a91f")``."""
+
+RawKey = Tuple[Typed, ...]
+"""An item's key as raw typed values: ``(("S", "POST#a91f"), ("S", "META"))``."""
+
+Item = Dict[str, Any]
+_SHARD_SUFFIX = "#SHARD"
+_NO_FEEDS: FrozenSet[str] = frozenset()
+
+
+class Share(NamedTuple):
+    """What one parent item (or one of its shard items) holds of the counter."""
+
+    stored: Optional[str]  # the counter's raw number, as stored
+    feeds: FrozenSet[str]  # the feeder ids recorded for the counter
+    expired: bool  # a rollup past its TTL
+
+
+class Partition:
+    """What some of an export's data files hold under one parent hash key: the parent items, their shard items,
+    and what the children counted into them add up to. The children of a parent share its hash key (its
+    partition), and a shard item's key extends it, so every finding about a parent is made from its partition
+    alone."""
+
+    __slots__ = ("children", "parents", "shards")
+
+    def __init__(self) -> None:
+        self.parents: Dict[RawKey, Share] = {}
+        self.shards: Dict[Tuple[RawKey, int], Share] = {}
+        self.children = 0
+
+    def merge(self, other: Partition) -> Partition:
+        """This partition and ``other`` together (this one, updated)."""
+        self.parents.update(other.parents)
+        self.shards.update(other.shards)
+        self.children += other.children
+        return self
+
+    def __getstate__(self) -> Tuple[Any, ...]:
+        return self.parents, self.shards, self.children
+
+    def __setstate__(self, state: Tuple[Any, ...]) -> None:
+        self.parents, self.shards, self.children = state
+
+
+Tally = Dict[Typed, Partition]
+"""Some data files' partitions, by the parent hash key they hold."""
+
+
+def merge_tallies(first: Tally, second: Tally) -> Tally:
+    """Two tallies together (``first``, updated)."""
+    for where, partition in second.items():
+        mine = first.get(where)
+        if mine is None:
+            first[where] = partition
+        else:
+            mine.merge(partition)
+    return first
+
+
+class Finding(NamedTuple):
+    """A parent of the export whose counter is not what its children add up to, or whose feeders are not all
+    loaded (``unloaded``, then ``actual`` is ``None``: its children were not counted)."""
+
+    key: ParentKey
+    stored: Optional[Stored]
+    actual: Optional[int]
+    unloaded: Tuple[str, ...] = ()
+
+
+class Findings(NamedTuple):
+    """What some partitions of an export say: how many parents they hold, and the findings among them."""
+
+    parents: int
+    found: Tuple[Finding, ...]
+
+    def merge(self, other: Findings) -> Findings:
+        """These findings and ``other``'s."""
+        return Findings(self.parents + other.parents, self.found + other.found)
+
+
+@dataclass(frozen=True)
+class _Children:
+    """How the items of one relation are found in its child's table, as the live audit finds them."""
+
+    relation: Relation
+    table: str
+    hash_name: str
+    range_name: str
+    prefix: str
+    counted: Optional[Callable[[Item], bool]]  # the classes it counts, in a polymorphic model
+
+
+class ExportCounting:
+    """How an export is read for one counter: which tables it needs, and what each of their items means.
+
+    :ivar counter: the counter audited.
+    :ivar tables: the tables an audit of it reads, each with the relations (or the parent model) that need it.
+    :raises ExportError: a relation counted through a ``children=`` function (it reads the live table, so it cannot
+      be evaluated from an export), or a parent filter or discriminator an item cannot be matched against here.
+    """
+
+    def __init__(self, counter: CounterField, feeders: Tuple[Relation, ...], key_prefix: Optional[str] = None
+                 ) -> None:
+        model: Any = counter.model
+        self.counter, self.model, self.key_prefix = counter, model, key_prefix
+        self.parent_table: str = model.Meta.table_name
+        self.key_names = tuple(attribute.attr_name for attribute in key_attributes(model))
+        self.children: List[_Children] = []
+        for relation in feeders:
+            if relation.prefix is None:
+                raise ExportError(f"{_named(relation)} is counted by its children= function, which reads the live "
+                                  f"table: it cannot be evaluated from an export. Audit this counter on the live table "
+                                  f"(audit() without export=), or declare counted_by(..., prefix=...)")
+            child = relation.child_model
+            child_keys = key_attributes(child)
+            counted = counted_classes(child)
+            self.children.append(_Children(relation, child.Meta.table_name, child_keys[0].attr_name,
+                                           child_keys[-1].attr_name, relation.prefix,
+                                           None if counted is None else matcher(counted, _named(relation))))
+        needs: Dict[str, List[str]] = {self.parent_table: [f"{model.__name__}.{counter.name}"]}
+        for found in self.children:
+            needs.setdefault(found.table, []).append(_named(found.relation))
+        self.tables: Dict[str, Tuple[str, ...]] = {table: tuple(names) for table, names in needs.items()}
+        audit_filter = model.audit_filter()
+        self.parent_filter = None if audit_filter is None else \
+            matcher(audit_filter, f"{model.__name__}.audit_filter()")
+        # children stored beside their parents under a prefix are never parents (as a Scan audit leaves them out)
+        self.beside = tuple(found.prefix for found in self.children
+                            if found.table == self.parent_table and len(self.key_names) > 1)
+        self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
+        self.rollup = any(relation.create_parent for relation in feeders)
+        self.loaded = frozenset(loaded_feeders(counter))
+
+    # -- one data file -------------------------------------------------------------------------------------------
+    def tally(self, table: str, items: Iterable[Item]) -> Tally:
+        """What ``items`` (raw, from an export of ``table``) say of the counter, by partition."""
+        result: Tally = {}
+        parents = table == self.parent_table
+        children = [found for found in self.children if found.table == table]
+        for item in items:
+            if parents:
+                self._parent(item, result)
+            for found in children:
+                self._child(found, item, result)
+        return result
+
+    def _parent(self, item: Item, result: Tally) -> None:
+        key = _raw_key(item, self.key_names)
+        if key is None:
+            return
+        if SHARD.attr_name in item:  # a shard item: its share goes to the parent whose key it extends
+            index = int(item[SHARD.attr_name]["N"])
+            parent = _parent_of_shard(key, index)
+            if parent is not None and self._prefixed(parent):
+                _partition(result, parent[0]).shards[(parent, index)] = self._share(item)
+            return
+        if self.beside and len(key) > 1 and key[1][0] == "S" and key[1][1].startswith(self.beside):
+            return
+        if not self._prefixed(key) or (self.parent_filter is not None and not self.parent_filter(item)):
+            return
+        _partition(result, key[0]).parents[key] = self._share(item)
+
+    def _prefixed(self, key: RawKey) -> bool:
+        return self.key_prefix is None or (key[0][0] == "S" and key[0][1].startswith(self.key_prefix))
+
+    def _share(self, item: Item) -> Share:
+        value = item.get(self.counter.attr_name)
+        recorded = (item.get(FED_BY.attr_name) or {}).get("SS")
+        feeds = frozenset(entry[len(self.entry):] for entry in recorded
+                          if entry.startswith(self.entry)) if recorded else _NO_FEEDS
+        return Share(None if value is None else value.get("N"), feeds,
+                     self.rollup and expired(self.model, item))
+
+    def _child(self, found: _Children, item: Item, result: Tally) -> None:
+        sort = item.get(found.range_name)
+        partition = item.get(found.hash_name)
+        if not sort or not partition or not sort.get("S", "").startswith(found.prefix):
+            return
+        if found.counted is not None and not found.counted(item):
+            return
+        relation = found.relation
+        if relation.conditional:  # a conditional or sum counter reads its children, as PynamoDB loads them
+            child = relation.child_model.from_raw_data(as_returned(item))
+            adds = relation.amount(child) if relation.applies(child) else 0
+        else:
+            adds = 1
+        for where in partition.items():
+            if self.key_prefix is None or (where[0] == "S" and where[1].startswith(self.key_prefix)):
+                _partition(result, where).children += adds
+
+    # -- one whole partition -------------------------------------------------------------------------------------
+    def findings(self, partition: Partition) -> Findings:
+        """What the export says of the parents of one partition, every data file's share of it merged."""
+        found: List[Finding] = []
+        for raw, share in partition.parents.items():
+            if share.expired:  # a rollup past its TTL: no write counts into it any more
+                continue
+            shards = sorted((index, each) for (parent, index), each in partition.shards.items() if parent == raw)
+            values: List[Optional[Stored]] = [_stored(share.stored)]
+            values.extend(_stored(each.stored) for _, each in shards)
+            stored = sum_stored(values)
+            unloaded = share.feeds.union(*(each.feeds for _, each in shards)) - self.loaded
+            if unloaded:
+                found.append(Finding(self._key(raw), stored, None, tuple(sorted(unloaded))))
+            elif stored != partition.children:
+                found.append(Finding(self._key(raw), stored, partition.children))
+        return Findings(len(partition.parents), tuple(found))
+
+    def _key(self, raw: RawKey) -> ParentKey:
+        return tuple(attribute.deserialize(attribute.get_value(as_returned({"v": {kind: value}})["v"]))
+                     for attribute, (kind, value) in zip(key_attributes(self.model), raw))
+
+
+def _partition(tally: Tally, where: Typed) -> Partition:
+    partition = tally.get(where)
+    if partition is None:
+        partition = tally[where] = Partition()
+    return partition
+
+
+def _raw_key(item: Item, names: Tuple[str, ...]) -> Optional[RawKey]:
+    parts = []
+    for name in names:
+        value = item.get(name)
+        if not value:
+            return None
+        parts.append(next(iter(value.items())))
+    return tuple(parts)
+
+
+def _parent_of_shard(key: RawKey, index: int) -> Optional[RawKey]:
+    (kind, value), rest = key[0], key[1:]
+    suffix = f"{_SHARD_SUFFIX}{index}"
+    if kind != "S" or not value.endswith(suffix):
+        return None
+    return ((kind, value[:-len(suffix)]),) + rest
+
+
+def _stored(raw: Optional[str]) -> Optional[Stored]:
+    return None if raw is None else stored_of({"n": {"N": raw}}, "n")
+
+
+# -- conditions, evaluated on one raw item ---------------------------------------------------------------------
+def matcher(condition: Condition, what: str) -> Callable[[Item], bool]:
+    """A function telling whether a raw item meets ``condition`` (a PynamoDB condition), as DynamoDB would.
+
+    :raises ExportError: a condition this cannot evaluate on an item (a nested path, ``size()``), naming ``what``.
+    """
+    if isinstance(condition, (And, Or)):
+        first, second = (matcher(part, what) for part in condition.values)
+        if isinstance(condition, And):
+            return lambda item: first(item) and second(item)
+        return lambda item: first(item) or second(item)
+    if isinstance(condition, Not):
+        inner = matcher(condition.values[0], what)
+        return lambda item: not inner(item)
+    name = _name(condition.values[0], what)
+    operands = [_operand(value, what) for value in condition.values[1:]]
+    if isinstance(condition, Exists):
+        return lambda item: name in item
+    if isinstance(condition, NotExists):
+        return lambda item: name not in item
+    if isinstance(condition, IsType):
+        kind = operands[0][1]
+        return lambda item: name in item and next(iter(item[name])) == kind
+    if isinstance(condition, BeginsWith):
+        prefix = operands[0]
+        return lambda item: _begins(_typed(item.get(name)), prefix)
+    if isinstance(condition, Contains):
+        part = operands[0]
+        return lambda item: _contains(item.get(name), part)
+    if isinstance(condition, Between):
+        low, high = operands
+        return lambda item: _compare(item.get(name), low, ">=") and _compare(item.get(name), high, "<=")
+    if isinstance(condition, In):
+        return lambda item: any(_compare(item.get(name), each, "=") for each in operands)
+    if isinstance(condition, Comparison):
+        operator, value = condition.operator, operands[0]
+        return lambda item: _compare(item.get(name), value, operator)
+    raise ExportError(f"{what} is a condition ({condition}) that cannot be evaluated on an exported item here")
+
+
+def _name(operand: Any, what: str) -> str:
+    if isinstance(operand, Path) and len(operand.path) == 1 and "[" not in operand.path[0]:
+        return str(operand.path[0])
+    raise ExportError(f"{what} reads {operand}: only top-level attributes can be matched on an exported item")
+
+
+def _operand(operand: Any, what: str) -> Tuple[str, Any]:
+    if isinstance(operand, Value):
+        return _typed(operand.value)  # type: ignore[return-value]
+    raise ExportError(f"{what} compares with {operand}: only values can be compared on an exported item")
+
+
+def _typed(value: Optional[Dict[str, Any]]) -> Optional[Tuple[str, Any]]:
+    """A raw typed value as (type, comparable value): numbers as Decimal, binary as bytes, sets as frozensets."""
+    if not value:
+        return None
+    kind, raw = next(iter(value.items()))
+    if kind == "N":
+        return kind, Decimal(raw)
+    if kind == "B":
+        return kind, base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)
+    if kind == "NS":
+        return kind, frozenset(Decimal(each) for each in raw)
+    if kind in ("SS", "BS"):
+        return kind, frozenset(raw)
+    return kind, raw
+
+
+def _compare(stored: Optional[Dict[str, Any]], value: Tuple[str, Any], operator: str) -> bool:
+    found = _typed(stored)
+    if found is None or found[0] != value[0]:
+        return operator == "<>" and found is not None  # DynamoDB: <> holds between values of different types
+    mine, theirs = found[1], value[1]
+    if operator == "=":
+        return bool(mine == theirs)
+    if operator == "<>":
+        return bool(mine != theirs)
+    if value[0] not in ("S", "N", "B"):
+        return False
+    return bool({"<": mine < theirs, "<=": mine <= theirs, ">": mine > theirs, ">=": mine >= theirs}[operator])
+
+
+def _begins(found: Optional[Tuple[str, Any]], prefix: Tuple[str, Any]) -> bool:
+    return found is not None and found[0] == prefix[0] and found[0] in ("S", "B") and found[1].startswith(prefix[1])
+
+
+def _contains(stored: Optional[Dict[str, Any]], part: Tuple[str, Any]) -> bool:
+    found = _typed(stored)
+    if found is None:
+        return False
+    kind, value = found
+    if kind == "S" and part[0] == "S":
+        return bool(part[1] in value)
+    if kind in ("SS", "NS", "BS"):
+        return bool(part[1] in value)
+    if kind == "L":
+        return any(_typed(each) == part for each in value)
+    return False
+
+
+def _named(relation: Relation) -> str:
+    """A relation as the user declared it: ``Like.post`` (the child model's attribute)."""
+    return f"{relation.child_model.__name__}.{relation.name}"
