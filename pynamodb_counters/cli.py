@@ -501,8 +501,9 @@ def _summary(report: AuditReport) -> str:
 
 
 def _count(number: float, noun: str) -> str:
-    """``"1 parent"``, ``"2 parents"``, ``"0.5 read units"``."""
-    return f"{number:g} {noun}" + ("" if number == 1 else "s")
+    """``"1 parent"``, ``"2 parents"``, ``"0.5 read units"``, ``"1000000 items"`` (never ``1e+06``)."""
+    text = str(int(number)) if float(number).is_integer() else str(number)
+    return f"{text} {noun}" + ("" if number == 1 else "s")
 
 
 class _Progress:

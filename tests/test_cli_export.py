@@ -10,8 +10,8 @@ from typing import List, Tuple
 
 import pytest
 
-from pynamodb_counters import audit, skip_counting
-from pynamodb_counters.cli import main
+from pynamodb_counters import ExportProgress, audit, skip_counting
+from pynamodb_counters.cli import _ExportProgress, main
 from pynamodb_counters.testing import export_table
 from tests.export_models import TABLE_MODELS, Forum, Member, Topic
 from tests.models import Post, User
@@ -124,3 +124,20 @@ def test_bad_export_options_are_usage_errors_and_report_nothing(capsys: pytest.C
     code, out, _ = run(capsys, "repair", TARGET, *argv, "--apply")
     assert code == 2 and out == ""  # nothing repaired, nothing reported
     assert Forum.get("FORUM#f1", "META").topic_count == 1
+
+
+def test_progress_lines_write_large_counts_in_full() -> None:
+    """A million items is ``1000000 items``, not ``1e+06 items``; on a terminal the line is redrawn in place."""
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, expected in ((io.StringIO(), "read 16/16 files, 1000000 items; 1000 candidates\n"
+                                             "verified 1000/1000 candidates on the live table\n"),
+                             (Terminal(), "\rread 16/16 files, 1000000 items; 1000 candidates, verified 1000/1000\n")):
+        shown = _ExportProgress(stream)
+        shown(ExportProgress(files_read=16, files=16, items_read=1_000_000))
+        shown(ExportProgress(files_read=16, files=16, items_read=1_000_000, candidates=1000, verified=0))
+        shown(ExportProgress(files_read=16, files=16, items_read=1_000_000, candidates=1000, verified=1000))
+        shown.close()
+        assert stream.getvalue().split("\r")[-1] == expected.split("\r")[-1]

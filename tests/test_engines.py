@@ -53,7 +53,7 @@ def merge(a: Tally, b: Tally) -> Tally:
 
 
 EMPTY: Tally = (Counter(), frozenset())
-# every toy file holds an item at least: a Counter adds no zero counts, and before Python 3.10 a zero is not a missing key
+# every toy file holds an item: a Counter sum drops zero counts, and before Python 3.10 a zero is not a missing key
 EXPECTED = Counter({f"data/{n}.json.gz": n * 3 + 1 for n in range(6)})
 
 
