@@ -21,6 +21,7 @@ parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``co
 """
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,7 +58,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
           key_prefix: Optional[str] = None, limit: Optional[int] = None, segments: int = 1,
           workers: Optional[int] = None, item_bytes: int = DEFAULT_ITEM_BYTES,
           progress: Optional[Callable[..., None]] = None,
-          export: Union[Location, Sequence[Location], None] = None, engine: str = "local", spark: Any = None
+          export: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]], None] = None,
+          engine: str = "local", spark: Any = None
           ) -> AuditReport:
     """Compare a counter with the number of children on a bounded set of parents, or on every parent of a table
     export.
