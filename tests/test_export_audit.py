@@ -4,8 +4,11 @@ verification on the live table keeps exactly those still drifted. Bad input is r
 reported."""
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
@@ -19,6 +22,7 @@ from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgum
 from pynamodb_counters.testing import export_table, write_export
 from tests.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
 from tests.factories import raw_client
+from tests.test_exports import data_path, entries, set_entry, set_summary
 from tests.models import Bookmark, Post, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -291,6 +295,38 @@ def test_a_corrupt_data_file_reports_nothing(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match=broken.name) as raised:
         audit(Forum.topic_count, export=str(export), workers=2)
     assert isinstance(raised.value, CounterError)
+
+
+def _damage(export: Path, how: str) -> str:
+    """Damage an export as the reader's own tests do; the text the error must hold (a file, or the format)."""
+    if how == "ion":
+        set_summary(export, outputFormat="ION")
+        return "ION"
+    if how == "incremental":
+        set_summary(export, exportType="INCREMENTAL_EXPORT")
+        return "incremental"
+    path = data_path(export, 1)
+    if how == "missing file":
+        path.unlink()
+    elif how == "checksum":
+        set_entry(export, 1, md5Checksum=base64.b64encode(hashlib.md5(b"other").digest()).decode())
+    elif how == "item count":
+        set_entry(export, 1, itemCount=entries(export)[1]["itemCount"] + 1)
+        set_summary(export, itemCount=json.loads((export / "manifest-summary.json").read_text())["itemCount"] + 1)
+    return str(path)
+
+
+@pytest.mark.parametrize("how", ["ion", "incremental", "missing file", "checksum", "item count"])
+def test_an_export_not_as_aws_writes_it_fails_the_audit_and_reports_nothing(how: str, tmp_path: Path) -> None:
+    activity()
+    plant()
+    export = Path(exports(tmp_path)["Forums"])
+    named = _damage(export, how)
+    seen: List[ExportProgress] = []
+    with pytest.raises(ExportError, match=re.escape(named)):
+        audit(Forum.topic_count, export=str(export), workers=2, progress=seen.append)  # read in processes
+    assert all(p.candidates is None for p in seen)  # no candidate was nominated, none verified
+    assert drifts(audit(Forum.topic_count)) == {("FORUM#f1", "META"): (5, 3), ("FORUM#f2", "META"): (4, 5)}
 
 
 def test_an_exported_item_not_as_dynamodb_writes_it(tmp_path: Path) -> None:
