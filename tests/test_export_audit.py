@@ -22,8 +22,8 @@ from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgum
 from pynamodb_counters.testing import export_table, write_export
 from tests.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
 from tests.factories import raw_client
-from tests.test_exports import data_path, entries, set_entry, set_summary
 from tests.models import Bookmark, Post, User
+from tests.test_exports import data_path, entries, set_entry, set_summary
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
