@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ._audit_rules import audited
 from ._compat import ParentKey
 from ._engines import ENGINES, Task, run_by_key
-from ._export_counts import ExportCounting, Findings, Partition, Tally
+from ._export_counts import ExportCounting, Findings, Partition, Tally, merge_partitions
 from ._exports import Export, open_export
 from ._reports import AuditReport, Drift
 from .attributes import CounterField
@@ -92,7 +92,7 @@ def audit_export(counter: CounterField, locations: Sequence[str], verify: Verify
         if progress is not None:
             progress(ExportProgress(items[0], files, items[1]))
 
-    findings = run_by_key(engine, tasks, _ReadFile(counting), Partition.merge, _Judge(counting), Findings.merge,
+    findings = run_by_key(engine, tasks, _ReadFile(counting), merge_partitions, _Judge(counting), Findings.merge,
                           Findings(0, ()), spark=spark, workers=workers, done=done)
     read = sum(file.items for export in exports for file in export.files)
     candidates = tuple(sorted((Drift(counting.model, f.key, str(counter.name), f.stored, f.actual)

@@ -2,7 +2,7 @@
 What a table export says of one counter, item by item: each parent's stored total (its own item and its shard
 items) and the children its relations count into it, with the meaning of the live audit (``_audit_rules``). Pure,
 no I/O: the export's data files are read elsewhere, and any number of them are tallied apart and merged
-(:func:`merge_tallies`), so the same computation runs on this machine's cores or on Spark.
+(by partition: :func:`merge_partitions`), so the same computation runs on this machine's cores or on Spark.
 
 The live audit reads with DynamoDB's conditions (a Scan filtered by the parent model's ``audit_filter()``, a
 Query of a parent's partition under a relation's prefix, filtered by the classes it counts); here the same
@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 from pynamodb.expressions.condition import (
     And,
@@ -39,7 +39,7 @@ from .attributes import CounterField
 from .exceptions import ExportError
 from .relations import Relation
 
-__all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Tally", "matcher", "merge_tallies"]
+__all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "matcher", "merge_partitions"]
 
 Typed = Tuple[str, Any]
 """One raw typed value, hashable: ``("S", "POST#a91f")``."""
@@ -52,53 +52,38 @@ _SHARD_SUFFIX = "#SHARD"
 _NO_FEEDS: FrozenSet[str] = frozenset()
 
 
-class Share(NamedTuple):
-    """What one parent item (or one of its shard items) holds of the counter."""
+Share = Tuple[Optional[str], FrozenSet[str], bool]
+"""What one parent item (or one of its shard items) holds of the counter: its raw number as stored (``None`` when
+absent), the feeder ids it records for the counter, and whether it is a rollup past its TTL. A plain tuple, as
+everything a tally holds: tallies cross processes (pickled) by the million."""
 
-    stored: Optional[str]  # the counter's raw number, as stored
-    feeds: FrozenSet[str]  # the feeder ids recorded for the counter
-    expired: bool  # a rollup past its TTL
+Partition = List[Any]
+"""What some of an export's data files hold under one parent hash key: ``[children, parents, shards]``, what the
+children counted into it add up to, its parent items (``{raw key: Share}``) and their shard items
+(``{(parent's raw key, index): Share}``), each ``None`` while empty. The children of a parent share its hash key
+(its partition), and a shard item's key extends it, so every finding about a parent is made from its partition
+alone. A plain list, so that a tally pickles without a call per partition."""
 
+CHILDREN, PARENTS, SHARDS = 0, 1, 2
 
-class Partition:
-    """What some of an export's data files hold under one parent hash key: the parent items, their shard items,
-    and what the children counted into them add up to. The children of a parent share its hash key (its
-    partition), and a shard item's key extends it, so every finding about a parent is made from its partition
-    alone."""
+Where = Union[str, Typed]
+"""A partition's hash key, as a tally is keyed by it: the string itself for a string key (hashed once, cached by
+Python; most tables' hash keys), else its raw typed value (``("N", "7")``)."""
 
-    __slots__ = ("children", "parents", "shards")
-
-    def __init__(self) -> None:
-        self.parents: Dict[RawKey, Share] = {}
-        self.shards: Dict[Tuple[RawKey, int], Share] = {}
-        self.children = 0
-
-    def merge(self, other: Partition) -> Partition:
-        """This partition and ``other`` together (this one, updated)."""
-        self.parents.update(other.parents)
-        self.shards.update(other.shards)
-        self.children += other.children
-        return self
-
-    def __getstate__(self) -> Tuple[Any, ...]:
-        return self.parents, self.shards, self.children
-
-    def __setstate__(self, state: Tuple[Any, ...]) -> None:
-        self.parents, self.shards, self.children = state
-
-
-Tally = Dict[Typed, Partition]
+Tally = Dict[Where, Partition]
 """Some data files' partitions, by the parent hash key they hold."""
 
 
-def merge_tallies(first: Tally, second: Tally) -> Tally:
-    """Two tallies together (``first``, updated)."""
-    for where, partition in second.items():
-        mine = first.get(where)
-        if mine is None:
-            first[where] = partition
-        else:
-            mine.merge(partition)
+def merge_partitions(first: Partition, second: Partition) -> Partition:
+    """Two shares of one partition together (``first``, updated; ``second`` unchanged)."""
+    first[CHILDREN] += second[CHILDREN]
+    for slot in (PARENTS, SHARDS):
+        theirs = second[slot]
+        if theirs:
+            if first[slot] is None:
+                first[slot] = dict(theirs)
+            else:
+                first[slot].update(theirs)
     return first
 
 
@@ -123,6 +108,9 @@ class Findings(NamedTuple):
         return Findings(self.parents + other.parents, self.found + other.found)
 
 
+_NO_FINDINGS = Findings(0, ())
+
+
 @dataclass(frozen=True)
 class _Children:
     """How the items of one relation are found in its child's table, as the live audit finds them."""
@@ -133,6 +121,7 @@ class _Children:
     range_name: str
     prefix: str
     counted: Optional[Callable[[Item], bool]]  # the classes it counts, in a polymorphic model
+    conditional: bool  # counted with when= or amount=: each child is loaded to be counted
 
 
 class ExportCounting:
@@ -161,7 +150,8 @@ class ExportCounting:
             counted = counted_classes(child)
             self.children.append(_Children(relation, child.Meta.table_name, child_keys[0].attr_name,
                                            child_keys[-1].attr_name, relation.prefix,
-                                           None if counted is None else matcher(counted, _named(relation))))
+                                           None if counted is None else matcher(counted, _named(relation)),
+                                           relation.conditional))
         needs: Dict[str, List[str]] = {self.parent_table: [f"{model.__name__}.{counter.name}"]}
         for found in self.children:
             needs.setdefault(found.table, []).append(_named(found.relation))
@@ -173,48 +163,68 @@ class ExportCounting:
         self.beside = tuple(found.prefix for found in self.children
                             if found.table == self.parent_table and len(self.key_names) > 1)
         self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
+        # the attribute names the hot loop reads, once (PynamoDB's attr_name is a property)
+        self.counter_name, self.shard_name, self.feeds_name = counter.attr_name, SHARD.attr_name, FED_BY.attr_name
         self.rollup = any(relation.create_parent for relation in feeders)
         self.loaded = frozenset(loaded_feeders(counter))
 
     # -- one data file -------------------------------------------------------------------------------------------
     def tally(self, table: str, items: Iterable[Item]) -> Tally:
-        """What ``items`` (raw, from an export of ``table``) say of the counter, by partition."""
+        """What ``items`` (raw, from an export of ``table``) say of the counter, by partition: the hot loop of an
+        export audit, run once per item."""
         result: Tally = {}
-        parents = table == self.parent_table
+        parent = self._parent if table == self.parent_table else None
         children = [found for found in self.children if found.table == table]
+        child = self._child
+        sorts = {found.range_name for found in children}
+        if len(sorts) != 1:  # no relation reads this table's items (or they differ in sort key): each in turn
+            for item in items:
+                if parent is not None:
+                    parent(item, result)
+                for found in children:
+                    child(found, item, result)
+            return result
+        # the usual table: one sort key, read once per item; an item under no relation's prefix is no child
+        (sort_name,), prefixes = sorts, tuple(found.prefix for found in children)
         for item in items:
-            if parents:
-                self._parent(item, result)
-            for found in children:
-                self._child(found, item, result)
+            sort = item.get(sort_name)
+            text = sort.get("S") if sort else None
+            if text is not None and text.startswith(prefixes):
+                for found in children:
+                    child(found, item, result)
+            if parent is not None:
+                parent(item, result)
         return result
 
     def _parent(self, item: Item, result: Tally) -> None:
-        key = _raw_key(item, self.key_names)
+        names, shard_name = self.key_names, self.shard_name
+        if self.beside:  # most items of a table are children: left out first, on their sort key alone
+            sort = item.get(names[1])
+            text = sort.get("S") if sort else None
+            if text is not None and text.startswith(self.beside) and shard_name not in item:
+                return
+        key = _raw_key(item, names)
         if key is None:
             return
-        if SHARD.attr_name in item:  # a shard item: its share goes to the parent whose key it extends
-            index = int(item[SHARD.attr_name]["N"])
+        if shard_name in item:  # a shard item: its share goes to the parent whose key it extends
+            index = int(item[shard_name]["N"])
             parent = _parent_of_shard(key, index)
             if parent is not None and self._prefixed(parent):
-                _partition(result, parent[0]).shards[(parent, index)] = self._share(item)
-            return
-        if self.beside and len(key) > 1 and key[1][0] == "S" and key[1][1].startswith(self.beside):
+                _shares(result, parent[0], SHARDS)[(parent, index)] = self._share(item)
             return
         if not self._prefixed(key) or (self.parent_filter is not None and not self.parent_filter(item)):
             return
-        _partition(result, key[0]).parents[key] = self._share(item)
+        _shares(result, key[0], PARENTS)[key] = self._share(item)
 
     def _prefixed(self, key: RawKey) -> bool:
         return self.key_prefix is None or (key[0][0] == "S" and key[0][1].startswith(self.key_prefix))
 
     def _share(self, item: Item) -> Share:
-        value = item.get(self.counter.attr_name)
-        recorded = (item.get(FED_BY.attr_name) or {}).get("SS")
+        value = item.get(self.counter_name)
+        recorded = (item.get(self.feeds_name) or {}).get("SS")
         feeds = frozenset(entry[len(self.entry):] for entry in recorded
                           if entry.startswith(self.entry)) if recorded else _NO_FEEDS
-        return Share(None if value is None else value.get("N"), feeds,
-                     self.rollup and expired(self.model, item))
+        return (None if value is None else value.get("N"), feeds, self.rollup and expired(self.model, item))
 
     def _child(self, found: _Children, item: Item, result: Tally) -> None:
         sort = item.get(found.range_name)
@@ -223,44 +233,58 @@ class ExportCounting:
             return
         if found.counted is not None and not found.counted(item):
             return
-        relation = found.relation
-        if relation.conditional:  # a conditional or sum counter reads its children, as PynamoDB loads them
+        if found.conditional:  # a conditional or sum counter reads its children, as PynamoDB loads them
+            relation = found.relation
             child = relation.child_model.from_raw_data(as_returned(item))
             adds = relation.amount(child) if relation.applies(child) else 0
         else:
             adds = 1
-        for where in partition.items():
-            if self.key_prefix is None or (where[0] == "S" and where[1].startswith(self.key_prefix)):
-                _partition(result, where).children += adds
+        kind, value = next(iter(partition.items()))
+        if self.key_prefix is None or (kind == "S" and value.startswith(self.key_prefix)):
+            where = value if kind == "S" else (kind, value)
+            counted = result.get(where)
+            if counted is None:
+                result[where] = [adds, None, None]
+            else:
+                counted[CHILDREN] += adds
 
     # -- one whole partition -------------------------------------------------------------------------------------
     def findings(self, partition: Partition) -> Findings:
         """What the export says of the parents of one partition, every data file's share of it merged."""
+        children, parents, shards = partition
+        if not parents:
+            return _NO_FINDINGS
         found: List[Finding] = []
-        for raw, share in partition.parents.items():
-            if share.expired:  # a rollup past its TTL: no write counts into it any more
+        for raw, (stored_raw, feeds, gone) in parents.items():
+            if gone:  # a rollup past its TTL: no write counts into it any more
                 continue
-            shards = sorted((index, each) for (parent, index), each in partition.shards.items() if parent == raw)
-            values: List[Optional[Stored]] = [_stored(share.stored)]
-            values.extend(_stored(each.stored) for _, each in shards)
+            own = sorted((index, each) for (parent, index), each in (shards or {}).items() if parent == raw)
+            values: List[Optional[Stored]] = [_stored(stored_raw)]
+            values.extend(_stored(each[0]) for _, each in own)
             stored = sum_stored(values)
-            unloaded = share.feeds.union(*(each.feeds for _, each in shards)) - self.loaded
+            unloaded = feeds.union(*(each[1] for _, each in own)) - self.loaded
             if unloaded:
                 found.append(Finding(self._key(raw), stored, None, tuple(sorted(unloaded))))
-            elif stored != partition.children:
-                found.append(Finding(self._key(raw), stored, partition.children))
-        return Findings(len(partition.parents), tuple(found))
+            elif stored != children:
+                found.append(Finding(self._key(raw), stored, children))
+        return Findings(len(parents), tuple(found))
 
     def _key(self, raw: RawKey) -> ParentKey:
         return tuple(attribute.deserialize(attribute.get_value(as_returned({"v": {kind: value}})["v"]))
                      for attribute, (kind, value) in zip(key_attributes(self.model), raw))
 
 
-def _partition(tally: Tally, where: Typed) -> Partition:
+def _shares(tally: Tally, hash_key: Typed, slot: int) -> Dict[Any, Share]:
+    """The parent items (``slot`` :data:`PARENTS`) or shard items (:data:`SHARDS`) of the partition of
+    ``hash_key`` in ``tally``, made as needed."""
+    where: Where = hash_key[1] if hash_key[0] == "S" else hash_key
     partition = tally.get(where)
     if partition is None:
-        partition = tally[where] = Partition()
-    return partition
+        partition = tally[where] = [0, None, None]
+    shares = partition[slot]
+    if shares is None:
+        shares = partition[slot] = {}
+    return shares  # type: ignore[no-any-return]
 
 
 def _raw_key(item: Item, names: Tuple[str, ...]) -> Optional[RawKey]:
@@ -269,7 +293,7 @@ def _raw_key(item: Item, names: Tuple[str, ...]) -> Optional[RawKey]:
         value = item.get(name)
         if not value:
             return None
-        parts.append(next(iter(value.items())))
+        parts.append(next(iter(value.items())))  # one type, one value
     return tuple(parts)
 
 

@@ -2,6 +2,8 @@
 per data file, merged as they come) or a Spark job on the caller's session (``"spark"``), with the same result."""
 from __future__ import annotations
 
+import gc
+import operator
 import os
 import threading
 from collections import Counter
@@ -169,3 +171,24 @@ def test_no_tasks_on_spark_give_the_empty_result(spark: Any) -> None:
 def test_an_error_raised_by_the_work_on_an_executor_arrives_as_itself(spark: Any) -> None:
     with pytest.raises(ConfigurationError, match=r"^data/3\.json\.gz: not a DynamoDB JSON export$"):
         run_spark(toy_tasks(), failing, merge, EMPTY, spark)
+
+
+def collecting(task: Task) -> List[bool]:
+    """Whether Python's cyclic collector runs where the task's work runs."""
+    return [gc.isenabled()]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_collector_is_paused_while_the_work_runs_and_restored_after(workers: int) -> None:
+    assert gc.isenabled()
+    assert run_local(toy_tasks(), collecting, operator.add, [], workers=workers) == [False] * 6
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        run_local(toy_tasks(), collecting, operator.add, [], workers=workers)
+        assert not gc.isenabled()  # as the caller had it
+    finally:
+        gc.enable()
+    with pytest.raises(ConfigurationError):
+        run_local(toy_tasks(), failing, merge, EMPTY, workers=workers)
+    assert gc.isenabled()  # after an error too
