@@ -73,8 +73,19 @@ def every_item(export: Export) -> List[Dict[str, Any]]:
     return [item for file in export.files for item in export.read(file)]
 
 
+def unordered_sets(value: Any) -> Any:
+    """A typed value with its sets sorted: DynamoDB's sets have no order, and a set of binaries comes back in the order
+    of Python's randomised bytes hash, so two reads of one item may list a set differently."""
+    if isinstance(value, dict):
+        return {key: sorted(inner) if key in ("SS", "NS", "BS") else unordered_sets(inner)
+                for key, inner in value.items()}
+    if isinstance(value, list):
+        return [unordered_sets(inner) for inner in value]
+    return value
+
+
 def by_repr(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    return sorted(items, key=repr)
+    return sorted((unordered_sets(item) for item in items), key=repr)
 
 
 # -- round trips -------------------------------------------------------------------------------------------------
