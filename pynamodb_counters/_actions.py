@@ -173,6 +173,10 @@ class ChildAction(Action):
     :ivar counted: its counter changes in this attempt.
     """
 
+    relearns: ClassVar[bool] = True
+    """Whether a refusal that returns the stored item teaches what the write is counted from (not for an expiry:
+    it is counted from the stream's image, and its refusal returns its marker)."""
+
     def __init__(self, index: int, write: Write, counting: Counting) -> None:
         super().__init__(write.model, write.key)
         wrong = oversized_key(self.where[1:])

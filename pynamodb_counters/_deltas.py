@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple, Type
 
+from ._expiry_rules import STREAM
 from ._results import CounterChange
 from ._spec import relations_of
 from ._stored import Stored, as_loaded, deciding, stored_of
@@ -113,6 +114,7 @@ class Counting:
     :ivar gone: the rollups (parent model, key) found gone: what the child counted in them is not sent.
     :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
     :ivar deltas: its changes, as decided for the attempt at hand.
+    :ivar expiry: it counts a child DynamoDB deleted by TTL: a parent found gone is left out, as a gone rollup.
     """
 
     basis: Optional[Stored] = None
@@ -120,6 +122,7 @@ class Counting:
     gone: Set[Parent] = field(default_factory=set)
     recreated: bool = False
     deltas: Deltas = NONE
+    expiry: bool = False
 
 
 def counting_of(write: Write) -> Optional[Counting]:
@@ -128,15 +131,16 @@ def counting_of(write: Write) -> Optional[Counting]:
     if not write.kind.counted:
         return None
     assert write.instance is not None
-    return Counting(basis=stored_of(write.instance))
+    return Counting(basis=stored_of(write.instance), expiry=write.kind is WriteKind.EXPIRY)
 
 
 def decide(write: Write, counting: Counting) -> Deltas:
     """Decide ``write``'s changes for this attempt, from ``counting``, and record them there: a save compares its
     basis (none for a create) with the instance as it will be stored, an update its basis with the basis and its
-    known actions applied, a delete its basis with nothing. Where no basis is known (the commit reads the stored
-    child first where it must), it is the instance as it would be stored: a delete of an instance built by hand
-    that names its parents, or a plan shown before anything is read.
+    known actions applied, a delete (or an expiry, in the relations counting its expiries) its basis with nothing.
+    Where no basis is known (the commit reads the stored child first where it must), it is the instance as it would
+    be stored: a delete of an instance built by hand that names its parents, or a plan shown before anything is
+    read.
 
     :raises CountingBypassError: an update action whose result is not known before sending, on what decides the
       stored child's counts.
@@ -146,7 +150,12 @@ def decide(write: Write, counting: Counting) -> Deltas:
     assert write.instance is not None
     before: Optional[Model] = None
     after: Optional[Model] = None
-    if write.kind is WriteKind.DELETE:
+    relations = relations_of(write.model)
+    if write.kind is WriteKind.EXPIRY:  # taken off from the stream's image, in the relations counting it there
+        assert counting.basis is not None
+        relations = tuple(relation for relation in relations if relation.expiries == STREAM)
+        before = counting.basis.view
+    elif write.kind is WriteKind.DELETE:
         if counting.basis is None:
             counting.basis = Stored.of_instance(write.instance)
         before = counting.basis.view
@@ -161,7 +170,7 @@ def decide(write: Write, counting: Counting) -> Deltas:
     else:
         before = counting.basis.view if counting.basis is not None else None
         after = as_loaded(write.instance)
-    counting.deltas = deltas(relations_of(write.model), before, after, counting.gone)
+    counting.deltas = deltas(relations, before, after, counting.gone)
     return counting.deltas
 
 

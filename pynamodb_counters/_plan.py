@@ -6,7 +6,8 @@ given.
 What a plan guarantees, before anything is sent:
 
 * each counted child has one action: a create-only Put, an edit's or update's Update, a Delete, each conditioned
-  on the stored child its deltas were counted from (``_actions``);
+  on the stored child its deltas were counted from (``_actions``), or for a child deleted by TTL the create-only
+  Put of its stream record's marker (``_expiries``);
 * every parent item gets exactly one Update, all the changes counted into it merged (``_actions``), and a
   caller's ``update()`` or ``condition_check()`` of that item merged into it; two unrelated models never count
   into one item;
@@ -33,6 +34,7 @@ from ._actions import (
 )
 from ._compat import ItemId, item_id, oversized_key
 from ._deltas import Counting
+from ._expiries import ExpiryMarker
 from ._shards import shard_key
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
@@ -112,6 +114,8 @@ def _own_action(index: int, write: Write, counting: Optional[Counting]) -> Actio
         return Passthrough(write)
     if write.kind is WriteKind.DELETE:
         return ChildDelete(index, write, counting)
+    if write.kind is WriteKind.EXPIRY:
+        return ExpiryMarker(index, write, counting)
     if write.kind is WriteKind.UPDATE or counting.basis is not None:
         return ChildEdit(index, write, counting)
     return ChildPut(index, write, counting)

@@ -9,6 +9,8 @@ same call, within its retry policy.
 * :class:`DeletedMeanwhile`: an edit whose child was deleted since it was loaded: save it as new.
 * :class:`RollupsReturned`: a rollup found gone is stored again (a first count created it): count into it.
 * :class:`RollupsGone`: the refusal is made of gone rollups alone: leave out what the children counted in them.
+* :class:`ExpiredParentsGone`: the refusal is made of parents gone (deleted, shard items and all) that children
+  deleted by TTL are taken off: leave out what those children counted in them, as their counters went with them.
 * :class:`MissingShards`: a parent stored before its counter was sharded: create its shard items, send again.
 
 Each says whether it counts against the retry policy's attempts, whether the write is then a new request (a
@@ -33,6 +35,7 @@ from ._actions import (
 )
 from ._deltas import Counting, Parent
 from ._plan import Plan
+from ._reads import read_shards
 from ._refusals import Refusal, most_fundamental
 from ._send import Sent
 from ._shard_items import create_shards
@@ -40,8 +43,8 @@ from ._stored import Stored, deciding
 from ._writes import WriteKind
 from .exceptions import CounterError, ParentNotFoundError
 
-__all__ = ["RECOVERIES", "DeletedMeanwhile", "MissingShards", "Recovery", "RollupsGone", "RollupsReturned", "Round",
-           "StaleBasis", "standing"]
+__all__ = ["RECOVERIES", "DeletedMeanwhile", "ExpiredParentsGone", "MissingShards", "Recovery", "RollupsGone",
+           "RollupsReturned", "Round", "StaleBasis", "standing"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class StaleBasis(Recovery):
         learned = False
         for action, said in _children(round):
             counting = action.counting
-            if not said.item:
+            if not said.item or not action.relearns:
                 continue
             if isinstance(action, ChildPut):
                 if counting.recreated and not action.own(said, round.plan.token):
@@ -147,6 +150,29 @@ class RollupsGone(Recovery):
         return True
 
 
+class ExpiredParentsGone(Recovery):
+    """A refusal made of parents gone alone, each fed only by expiries (children deleted by TTL, taken off by
+    ``count_expiries``): an Update of the parent, or of one of its shard items, found no item, and the parent
+    item is gone too (read once, for a shard item: a parent stored before its counter was sharded is
+    :class:`MissingShards`'). Its counters went with it: what the children counted there is left out, checked
+    still absent."""
+
+    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
+        gone: List[Tuple[Counting, Parent]] = []
+        for action, said, error in round.refusal.refused:
+            if not (isinstance(action, ParentUpdate) and isinstance(error, ParentNotFoundError) and not said.item):
+                return False
+            feeding = _feeding(countings, action)
+            if not feeding or not all(counting.expiry for counting, _, _ in feeding):
+                return False
+            if action.shard and read_shards(action.model, [action.key], 1, consistent_read=True)[action.key][0]:
+                return False
+            gone.extend((counting, (action.model, action.key)) for counting, _, _ in feeding)
+        for counting, parent in gone:
+            counting.gone.add(parent)
+        return bool(gone)
+
+
 class MissingShards(Recovery):
     """A refusal naming a missing shard item of a parent stored before its counter was sharded (by code that
     predates its shards, during a deploy): its shard items are created and the same request is sent again,
@@ -168,7 +194,7 @@ class MissingShards(Recovery):
 
 
 RECOVERIES: Tuple[Recovery, ...] = (StaleBasis(), DeletedMeanwhile(), RollupsReturned(), RollupsGone(),
-                                    MissingShards())
+                                    ExpiredParentsGone(), MissingShards())
 """Every recovery, in the order the commit asks them."""
 
 

@@ -44,6 +44,10 @@ class WriteKind(Enum):
     """A counted child's ``update()`` that sets what decides its counts to values known before sending."""
     DELETE = "delete"
     """A counted child's delete: its counts are taken off the parents of the stored child."""
+    EXPIRY = "expiry"
+    """A counted child deleted by DynamoDB's TTL, read from the table's stream: its counts (in the relations
+    declared ``expiries="stream"``) are taken off the parents of the deleted child, and a marker of the stream
+    record is written instead of the child (``_expiries``)."""
     PARENT_SAVE = "parent save"
     """A parent's save: every attribute but its counters (which only counted writes change)."""
     PUT = "put"
@@ -62,7 +66,7 @@ class WriteKind(Enum):
         return self in _COUNTED
 
 
-_COUNTED = frozenset((WriteKind.SAVE, WriteKind.UPDATE, WriteKind.DELETE))
+_COUNTED = frozenset((WriteKind.SAVE, WriteKind.UPDATE, WriteKind.DELETE, WriteKind.EXPIRY))
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Write:
     :ivar known: a counted update's attributes whose stored value is known before sending, raw (``None``:
       removed), by Python name.
     :ivar unknown: a counted update's attributes its other actions touch.
+    :ivar event: an expiry's stream record (its ``eventID``), which names its marker.
     """
 
     kind: WriteKind
@@ -91,6 +96,7 @@ class Write:
     with_shards: bool = False
     known: Dict[str, Any] = field(default_factory=dict)
     unknown: FrozenSet[str] = frozenset()
+    event: Optional[str] = None
 
 
 def save_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True

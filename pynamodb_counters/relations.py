@@ -41,6 +41,7 @@ from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
 from ._base import counted_classes, feed_entry, forget_specs, note_declared, require_mixin, same_class
 from ._compat import ParentKey, holds, normalize_key
+from ._expiry_rules import check_expiries
 from ._results import CounterChange
 from ._shards import check_shardable, choose_shard
 from .attributes import CounterField
@@ -73,14 +74,14 @@ class Relation:
     """
 
     __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
-                 "_amount", "_create_parent", "_parent_defaults", "_feeder", "__weakref__")
+                 "_amount", "_create_parent", "_parent_defaults", "_feeder", "_expiries", "__weakref__")
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
                  when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None,
                  create_parent: bool = False,
                  parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
-                 feeder: Optional[str] = None) -> None:
+                 feeder: Optional[str] = None, expiries: Optional[str] = None) -> None:
         if not isinstance(counter, CounterField):
             raise ConfigurationError(
                 f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
@@ -135,6 +136,7 @@ class Relation:
         self._amount = amount
         self._create_parent = create_parent
         self._parent_defaults = parent_defaults
+        self._expiries = expiries
         with _registering:
             _unnamed.add(weakref.ref(self, _unnamed.discard))
 
@@ -198,6 +200,7 @@ class Relation:
                 f"the items of their parent's partition whose sort keys start with it, but {owner.__name__} has no "
                 f"range key (sort key). Give it one (an attribute with range_key=True), or count its children "
                 f"for audits with children=... instead")
+        check_expiries(owner, where, self._expiries)
         self._check_twins(owner, name)
         if self._prefix is not None:
             self._check_neighbours(owner, name, attributes)
@@ -293,6 +296,12 @@ class Relation:
         if self._child_model is None:
             raise ConfigurationError("this relation is not declared on a model class")
         return self._child_model
+
+    @property
+    def expiries(self) -> Optional[str]:
+        """How the expiries of a child with a ``TTLAttribute`` are counted: ``"stream"``, ``"ignored"``, or ``None``
+        for a child that never expires."""
+        return self._expiries
 
     @property
     def reads(self) -> FrozenSet[str]:
@@ -459,7 +468,7 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
                children: Optional[ChildCounter] = None, when: Optional[Callable[[Any], bool]] = None,
                amount: Optional[Callable[[Any], int]] = None, create_parent: bool = False,
                parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
-               feeder: Optional[str] = None) -> Relation:
+               feeder: Optional[str] = None, expiries: Optional[str] = None) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
     The declaration is checked when the class is made, and refused with
@@ -499,8 +508,13 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
       :doc:`reconciliation`), instead of the one derived from what it counts (its ``prefix=``, or its class and
       attribute names). Give one to keep a relation's records through a change of prefix or a class renamed, or
       to tell apart two relations that would otherwise get the same id.
+    :param expiries: required of a child whose model has a ``TTLAttribute`` (DynamoDB deletes it by itself, outside
+      any transaction): ``"stream"``, its expiries are taken off by
+      :func:`pynamodb_counters.streams.count_expiries` on the table's stream; ``"ignored"``, knowingly not (the
+      counter keeps counting expired children until a repair). See :doc:`expiring`.
     """
-    return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults, feeder)
+    return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults, feeder,
+                    expiries)
 
 
 def declare_found(klass: type) -> None:

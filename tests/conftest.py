@@ -16,6 +16,8 @@ os.environ["AWS_ACCESS_KEY_ID"] = "testing"
 os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_PROFILE", None)
+# botocore sends DynamoDB Streams calls to an account-based endpoint that moto does not route
+os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
 
 from pynamodb_counters.testing import Backend, ServedMoto  # noqa: E402
 from tests.faults import FaultProxy  # noqa: E402

@@ -11,6 +11,7 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     VersionAttribute,
 )
+from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE, STREAM_OLD_IMAGE
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
@@ -367,8 +368,93 @@ def claps_on(show: str, day: str) -> int:
     return sum(1 for _ in Clap.query(show, Clap.sk.startswith("CLAP#"), Clap.day == day, consistent_read=True))
 
 
+class Team(CounterMixin, Model):
+    """A parent whose children expire (invites, sessions), counted in every way a relation counts."""
+
+    class Meta:
+        table_name = "Teams"
+        region = REGION
+        stream_view_type = STREAM_NEW_AND_OLD_IMAGE
+
+    pk = UnicodeAttribute(hash_key=True)  # "TEAM#t1"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    invites = CounterField()  # every invite
+    pending = CounterField()  # the invites still pending (when=)
+    seats = CounterField()  # the seats they hold (amount=)
+    load = CounterField(shards=4)  # every invite, sharded
+    sent = CounterField()  # every invite sent: its expiries knowingly not taken off
+    online = CounterField()  # sessions, in another table with a hash key only
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk == "META"
+
+
+class DailyInvites(CounterMixin, Model):
+    """A rollup of a team's invites per day, created by the day's first invite."""
+
+    class Meta:
+        table_name = "Teams"
+        region = REGION
+        stream_view_type = STREAM_NEW_AND_OLD_IMAGE
+
+    pk = UnicodeAttribute(hash_key=True)  # the team's "TEAM#t1"
+    sk = UnicodeAttribute(range_key=True)  # "DAY#2026-12-02"
+    invites = CounterField()
+
+    @classmethod
+    def audit_filter(cls) -> Any:
+        return cls.sk.startswith("DAY#")
+
+
+def _team(invite: Any) -> Any:
+    return (invite.pk, "META")
+
+
+class Invite(CounterMixin, Model):
+    """A child that expires by TTL, its expiries taken off from the table's stream."""
+
+    class Meta:
+        table_name = "Teams"
+        region = REGION
+        stream_view_type = STREAM_NEW_AND_OLD_IMAGE
+
+    pk = UnicodeAttribute(hash_key=True)  # the team's "TEAM#t1"
+    sk = UnicodeAttribute(range_key=True)  # "INVITE#ann"
+    status = UnicodeAttribute(default="pending")
+    seats = NumberAttribute(default=1)
+    day = UnicodeAttribute(default="2026-12-02")
+    expires = TTLAttribute(null=True)
+
+    team = counted_by(Team.invites, key=_team, prefix="INVITE#", expiries="stream")
+    waiting = counted_by(Team.pending, key=_team, when=lambda invite: invite.status == "pending", prefix="INVITE#",
+                         expiries="stream")
+    seat_total = counted_by(Team.seats, key=_team, amount=lambda invite: invite.seats, prefix="INVITE#",
+                            expiries="stream")
+    spread = counted_by(Team.load, key=_team, prefix="INVITE#", expiries="stream")
+    history = counted_by(Team.sent, key=_team, prefix="INVITE#", expiries="ignored")
+    daily = counted_by(DailyInvites.invites, key=lambda invite: (invite.pk, f"DAY#{invite.day}"), create_parent=True,
+                       expiries="stream")
+
+
+class Session(CounterMixin, Model):
+    """A child that expires in a table of its own, keyed by a hash key only; its stream holds old images only."""
+
+    class Meta:
+        table_name = "TeamSessions"
+        region = REGION
+        stream_view_type = STREAM_OLD_IMAGE
+
+    session_id = UnicodeAttribute(hash_key=True)
+    team = UnicodeAttribute()  # "TEAM#t1"
+    expires = TTLAttribute(null=True)
+
+    of_team = counted_by(Team.online, key=lambda session: (session.team, "META"), expiries="stream")
+
+
 #: one model per table, to create them
-TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread, Game, Show)
+TABLE_MODELS = (Post, User, Entity, Doc, Edit, Video, Thread, Game, Show, Team, Session)
 #: every model, to point them at an engine
 ALL_MODELS = (Post, User, Like, Bookmark, Comment, Reply, Entity, Board, Card, Doc, Edit, Video, VideoItem, View,
-              Fan, Report, Thread, Message, Vote, Game, Player, Seat, Spectator, Show, DailyClaps, Clap)
+              Fan, Report, Thread, Message, Vote, Game, Player, Seat, Spectator, Show, DailyClaps, Clap, Team,
+              DailyInvites, Invite, Session)

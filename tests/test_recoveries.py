@@ -69,10 +69,10 @@ def loaded() -> Message:
 
 def test_the_recoveries_are_asked_in_their_documented_order() -> None:
     assert [type(recovery).__name__ for recovery in RECOVERIES] == \
-        ["StaleBasis", "DeletedMeanwhile", "RollupsReturned", "RollupsGone", "MissingShards"]
-    assert [recovery.budgeted for recovery in RECOVERIES] == [True, True, True, True, False]
-    assert [recovery.new_request for recovery in RECOVERIES] == [True, True, True, True, False]
-    assert [recovery.once for recovery in RECOVERIES] == [False, False, False, False, True]
+        ["StaleBasis", "DeletedMeanwhile", "RollupsReturned", "RollupsGone", "ExpiredParentsGone", "MissingShards"]
+    assert [recovery.budgeted for recovery in RECOVERIES] == [True, True, True, True, True, False]
+    assert [recovery.new_request for recovery in RECOVERIES] == [True, True, True, True, True, False]
+    assert [recovery.once for recovery in RECOVERIES] == [False, False, False, False, False, True]
 
 
 def test_a_stale_basis_is_learned_from_the_stored_child(applied: List[str], monkeypatch: pytest.MonkeyPatch) -> None:
