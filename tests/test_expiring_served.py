@@ -13,9 +13,11 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import pytest
 
 from pynamodb_counters import RetryPolicy, audit, not_a_shard
-from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
+from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.streams import count_expiries
 from pynamodb_counters.testing.server import ServedMoto
+from tests import faults
+from tests.faults import FaultProxy
 from tests.models import DailyInvites, Invite, Team
 from tests.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
 
@@ -126,3 +128,39 @@ def test_expiries_taken_off_while_eight_threads_write_stay_exact_and_a_replay_ch
                             models=[Invite], retry=FAST)  # the whole stream, from TRIM_HORIZON
     assert replay == {"batchItemFailures": []} and replay.counted == ()
     assert counted(host) == exact
+
+
+def _one_expiry(host: str) -> Dict[str, Any]:
+    """A team with two invites, one expired: the Lambda event of the stream so far."""
+    Team(pk="TEAM#0", sk="META").save()
+    for sk in ("INVITE#ann", "INVITE#bob"):
+        Invite(pk="TEAM#0", sk=sk, expires=PAST).save()
+    expired = expire("Teams", [{"pk": {"S": "TEAM#0"}, "sk": {"S": "INVITE#ann"}}], host)
+    return lambda_event(ttl_marked(read_stream("Teams", host), expired), "Teams", host)
+
+
+def _invites() -> int:
+    return Team.get("TEAM#0", "META", consistent_read=True).invites
+
+
+def test_a_handler_whose_responses_are_lost_fails_the_batch_and_its_redelivery_counts_once(
+        served: ServedMoto, proxy: FaultProxy) -> None:
+    """At the transport: the transaction commits, every response is lost, the handler gives up (Lambda has no
+    checkpoint for the batch) and Lambda delivers it again."""
+    batch = _one_expiry(served.endpoint_url)
+    proxy.inject(faults.LOSE_RESPONSE, times=3)
+    failed = count_expiries(batch, models=[Invite], retry=RetryPolicy(max_attempts=3, base_delay=0))
+    assert isinstance(failed.error, RetriesExhaustedError) and failed["batchItemFailures"]
+    assert proxy.injected["LOSE_RESPONSE"] == 3 and _invites() == 1  # it had committed
+    again = count_expiries(batch, models=[Invite], retry=FAST)
+    assert again == {"batchItemFailures": []} and again.counted == () and _invites() == 1
+
+
+def test_lost_responses_and_conflicts_retried_by_the_handler_count_once(served: ServedMoto,
+                                                                        proxy: FaultProxy) -> None:
+    batch = _one_expiry(served.endpoint_url)
+    proxy.inject(faults.CONFLICT, times=2)
+    proxy.inject(faults.LOSE_RESPONSE, times=2)
+    result = count_expiries(batch, models=[Invite], retry=FAST)
+    assert result == {"batchItemFailures": []} and len(result.counted) == 1 and _invites() == 1
+    assert proxy.injected["CONFLICT"] == 2 and proxy.injected["LOSE_RESPONSE"] == 2
