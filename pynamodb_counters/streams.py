@@ -326,7 +326,7 @@ def _load(record: Mapping[str, Any], image: Dict[str, Any], models: Tuple[Type[M
 
 def _prefixed(model: Type[Model], image: Dict[str, Any]) -> bool:
     """Whether the image's sort key starts with one of the model's relations' ``prefix=``, where all have one."""
-    prefixes = [relation._prefix for relation in relations_of(model)]
+    prefixes = [relation.prefix for relation in relations_of(model)]
     if not model._range_keyname or not all(prefixes):
         return True
     raw = image.get(model.get_attributes()[model._range_keyname].attr_name) or {}
