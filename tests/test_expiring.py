@@ -17,7 +17,16 @@ from botocore.exceptions import ReadTimeoutError
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_counters import CounterField, CounterMixin, audit, bulk_save, counted_by, skip_counting
+from pynamodb_counters import (
+    CounterField,
+    CounterMixin,
+    audit,
+    bulk_save,
+    counted_by,
+    item_bytes,
+    skip_counting,
+    write_units,
+)
 from pynamodb_counters._expiry_rules import MARKER, MARKER_LIFETIME
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, InvalidArgumentError
 from pynamodb_counters.signals import child_removed, duplicate_rejected
@@ -264,6 +273,8 @@ def test_many_expiries_of_one_parent_become_one_transaction_with_one_add_per_par
     updates = [item["Update"] for item in sent[0]["TransactItems"] if "Update" in item]
     puts = [item["Put"] for item in sent[0]["TransactItems"] if "Put" in item]
     assert len(puts) == 30 and all(MARKER in put["Item"] for put in puts)
+    # each marker is a transactional write of 2 WCU (items up to 1 KB): docs/expiring.rst's cost per expiry
+    assert all(write_units(item_bytes(put["Item"]), transactional=True) == 2 for put in puts)
     keys = [tuple(sorted((name, str(value)) for name, value in update["Key"].items())) for update in updates]
     assert len(keys) == len(set(keys)) <= 1 + 4 + 1  # the team, its shard items, the day's rollup
     assert counters() == {"invites": 0, "pending": 0, "seats": 0, "load": 0, "sent": 30, "online": 0}
