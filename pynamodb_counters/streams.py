@@ -318,7 +318,10 @@ def _load(record: Mapping[str, Any], image: Dict[str, Any], models: Tuple[Type[M
             if stored not in {discriminator.get_discriminator(cls)
                               for cls in discriminator.get_registered_subclasses(model)}:
                 continue
-        instance = model.from_raw_data(as_returned(image))
+        try:
+            instance = model.from_raw_data(as_returned(image))
+        except (PynamoDBException, ValueError, TypeError, KeyError):  # an item this model cannot load is not its own
+            continue
         if not any(type(instance) is type(other) for other in loaded):
             loaded.append(instance)
     return loaded[0] if len(loaded) == 1 else None

@@ -255,6 +255,17 @@ def test_records_of_other_models_and_of_items_never_counted_are_skipped_and_said
     assert counters()["invites"] == 0
 
 
+def test_an_item_the_model_cannot_load_is_skipped_not_a_crash() -> None:
+    team()
+    invite("ann")
+    raw_client(None).put_item(TableName="Teams", Item={"pk": {"S": TEAM}, "sk": {"S": "INVITE#odd"},
+                                                       "seats": {"S": "many"}, "expires": {"N": "1"},
+                                                       "_cwid": {"S": "someone-else"}})
+    result = count_expiries(event(expired_invites("odd", "ann")), models=[Invite])
+    assert len(result.counted) == 1 and "not a counted child of the models given" in reasons(result)
+    assert counters()["invites"] == 0
+
+
 # -- merged, chunked, failing -------------------------------------------------------------------------------------
 def test_many_expiries_of_one_parent_become_one_transaction_with_one_add_per_parent_item() -> None:
     team()
