@@ -18,6 +18,7 @@ from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from pynamodb_counters import (
+    CountedTransaction,
     CounterField,
     CounterMixin,
     audit,
@@ -112,6 +113,42 @@ def test_records_read_with_get_records_name_their_table_with_table() -> None:
     records = ttl_marked(read_stream("Teams"), expired)  # GetRecords: no eventSourceARN
     assert count_expiries(records, models=[Invite, Session], table="Teams").counted != ()
     assert counters()["invites"] == 0 and counters()["online"] == 1
+
+
+# -- crossings: what the child was changed into, and how it was written ----------------------------------------
+def test_an_edited_child_is_taken_off_as_it_was_last_stored() -> None:
+    team()
+    ann = invite("ann", seats=1)
+    ann.status, ann.seats, ann.day = "accepted", 3, "2026-12-03"  # an edit: counts follow it
+    ann.save()
+    assert counters()["pending"] == 0 and counters()["seats"] == 3
+    count_expiries(event(expired_invites("ann")), models=[Invite])
+    assert counters() == {"invites": 0, "pending": 0, "seats": 0, "load": 0, "sent": 1, "online": 0}
+    assert daily() == 0 and daily(day="2026-12-03") == 0
+
+
+def test_a_moved_child_is_taken_off_its_new_parent() -> None:
+    team()
+    team("TEAM#t2")
+    session = Session(session_id="s1", team=TEAM, expires=PAST)
+    session.save()
+    session.team = "TEAM#t2"  # a move: off t1, onto t2, in one transaction
+    session.save()
+    assert (counters()["online"], counters("TEAM#t2")["online"]) == (0, 1)
+    expired = expire("TeamSessions", [{"session_id": {"S": "s1"}}])
+    count_expiries(event(expired, table="TeamSessions"), models=[Session])
+    assert counters()["online"] == 0 and counters("TEAM#t2")["online"] == 0
+
+
+def test_children_written_by_a_counted_transaction_and_by_bulk_writes_are_taken_off() -> None:
+    team()
+    with CountedTransaction() as transaction:
+        transaction.save(Invite(pk=TEAM, sk="INVITE#ann", expires=PAST))
+        transaction.save(Invite(pk=TEAM, sk="INVITE#bob", expires=PAST))
+    bulk_save([Invite(pk=TEAM, sk="INVITE#cy", expires=PAST)])
+    assert counters()["invites"] == 3
+    result = count_expiries(event(expired_invites("ann", "bob", "cy")), models=[Invite])
+    assert len(result.counted) == 3 and counters()["invites"] == 0 and daily() == 0
 
 
 # -- exactly once -----------------------------------------------------------------------------------------------
