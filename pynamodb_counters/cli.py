@@ -8,25 +8,19 @@ loaded: ``--import``), or any error at all, with a one-line message on stderr (t
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
-import csv
 import importlib
 import json
 import os
 import sys
-import time
-from typing import Any, Dict, List, NoReturn, Optional, TextIO, Tuple, Union
-
-from pynamodb.constants import BINARY, NUMBER
+from typing import Any, List, NoReturn, Optional, Tuple
 
 from . import __version__
-from ._compat import key_attributes
-from ._export_audit import ExportProgress
-from ._reports import AuditReport, RepairReport, json_key
-from ._spec import counters_of, feeders_of, relations_of
+from ._cli_output import AuditProgress, count, describe, json_error, key_text, print_audit, print_repair
+from ._cli_output import ExportAuditProgress as _ExportProgress
+from ._cli_targets import Target, load_module, parse_key, point, resolve
+from ._reports import AuditReport, RepairReport
 from .attributes import CounterField
-from .exceptions import ConfigurationError, CounterError, InvalidArgumentError
+from .exceptions import ConfigurationError, InvalidArgumentError
 from .feeders import migrate_feeders
 from .reconcile import audit, repair
 from .relations import Relation
@@ -34,7 +28,6 @@ from .resharding import reshard
 
 __all__ = ["main"]
 
-Target = Union[CounterField, Relation]
 PROG = "pynamodb-counters"
 
 
@@ -157,7 +150,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error (already printed on one line)
         if isinstance(done, _UsageExit) and "--json" in (sys.argv[1:] if argv is None else argv):
-            _json_error(done.message, "UsageError")
+            json_error(done.message, "UsageError")
         return done.code if isinstance(done.code, int) else 2
     _import_from_here()
     try:
@@ -166,7 +159,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             return run(endpoint_url=args.endpoint_url, region=args.region, table=args.table)
         for module in args.imports:
-            _import(module)
+            load_module(module)
         if args.command == "reshard":
             return _reshard(args)
         if args.command == "feeders":
@@ -176,15 +169,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.debug:
             raise
         if getattr(args, "json", False) and not getattr(args, "reported", False):
-            _json_error(describe(error, hint=False), type(error).__name__)
+            json_error(describe(error, hint=False), type(error).__name__)
         print(f"{PROG}: {describe(error)}", file=sys.stderr)
         return 2
-
-
-def _json_error(message: str, kind: str) -> None:
-    """With ``--json``, an error is one JSON object on stdout too: ``{"error": message, "type": kind}``."""
-    json.dump({"error": message, "type": kind}, sys.stdout)
-    sys.stdout.write("\n")
 
 
 def _import_from_here() -> None:
@@ -192,63 +179,6 @@ def _import_from_here() -> None:
     ``celery``) do: a console script's own ``sys.path`` starts with its ``bin`` folder instead."""
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-
-
-def describe(error: BaseException, hint: bool = True) -> str:
-    """One line for an error: the library's and PynamoDB's own messages as they are, any other error with its
-    type (and, with ``hint``, a pointer to ``--debug``)."""
-    from pynamodb.exceptions import PynamoDBException
-
-    if isinstance(error, (CounterError, PynamoDBException)):
-        text = str(error)
-    else:
-        text = f"{type(error).__name__}: {error}" + (" (run with --debug for the traceback)" if hint else "")
-    return " ".join(text.split())
-
-
-def _import(module_name: str) -> Any:
-    try:
-        return importlib.import_module(module_name)
-    except Exception as error:  # a module failing to import, for whatever reason, is a usage error
-        raise ConfigurationError(f"cannot import {module_name!r}: {type(error).__name__}: {error}") from error
-
-
-def resolve(spec: str) -> Target:
-    """``MODULE:Model.attribute`` (or ``MODULE:Model`` with one counter) as a counter or relation.
-
-    :raises ConfigurationError: with what is wrong and what was expected.
-    """
-    module_name, _, path = spec.partition(":")
-    if not module_name or not path:
-        raise ConfigurationError(f"{spec!r}: expected MODULE:Model.attribute, such as myapp.models:Post.like_tally")
-    module = _import(module_name)
-    model_name, _, attribute = path.partition(".")
-    model = getattr(module, model_name, None)
-    if not isinstance(model, type):
-        raise ConfigurationError(f"{module_name} has no model {model_name!r}")
-    if not attribute:
-        counters = list(counters_of(model))
-        if not counters and relations_of(model):
-            raise ConfigurationError(_fed_by(model))
-        if len(counters) != 1:
-            found = ", ".join(counters) or "none"
-            raise ConfigurationError(f"{model_name} has {len(counters)} counters ({found}); name one: "
-                                     f"{module_name}:{model_name}.<counter>")
-        attribute = counters[0]
-    target = getattr(model, attribute, None)
-    if not isinstance(target, (CounterField, Relation)):
-        known = _fed_by(model) if not counters_of(model) and relations_of(model) else \
-            f"counters of {model_name}: {', '.join(counters_of(model)) or 'none'}"
-        raise ConfigurationError(f"{model_name}.{attribute} is not a CounterField or a counted_by relation; {known}")
-    return target
-
-
-def _fed_by(model: Any) -> str:
-    """What to name instead of a child model without counters: the counters its relations feed."""
-    feeds = ", ".join(f"{r.parent_model.__module__}:{r.parent_model.__name__}.{r.attribute} "
-                      f"(via {model.__name__}.{r.name})" for r in relations_of(model))
-    return f"{model.__name__} is a child model with no counters of its own; name the counter its relations feed: " \
-           f"{feeds}"
 
 
 def _reshard(args: argparse.Namespace) -> int:
@@ -259,8 +189,8 @@ def _reshard(args: argparse.Namespace) -> int:
                    "shards": args.shards, "parents_rewritten": rewritten}, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(f"{counter.model.__name__}.{counter.name}: {_count(rewritten, 'parent')} rewritten for "  # type: ignore
-              f"{_count(args.shards, 'shard')}")
+        print(f"{counter.model.__name__}.{counter.name}: {count(rewritten, 'parent')} rewritten for "  # type: ignore
+              f"{count(args.shards, 'shard')}")
     return 0
 
 
@@ -272,29 +202,29 @@ def _feeders(args: argparse.Namespace) -> int:
         json.dump(report.as_dict(), sys.stdout)
         sys.stdout.write("\n")
         return 0
-    print(f"{report.model.__name__}.{report.attribute}: {_count(report.parents_checked, 'parent')} checked")
+    print(f"{report.model.__name__}.{report.attribute}: {count(report.parents_checked, 'parent')} checked")
     for entry in report.entries:
         named = f" ({entry.relation})" if entry.relation else ""
-        print(f"  {entry.status:<8} {entry.feeder}{named}: {_count(entry.parents, 'parent')}")
+        print(f"  {entry.status:<8} {entry.feeder}{named}: {count(entry.parents, 'parent')}")
     for change in report.changes:
         shard = f" shard {change.shard}" if change.shard else ""
         edits = [f"+ {entry}" for entry in change.added] + [f"- {entry}" for entry in change.removed]
-        print(f"{change.model.__name__} {_key_text(change.model, change.key)}{shard}: {change.status} "
+        print(f"{change.model.__name__} {key_text(change.model, change.key)}{shard}: {change.status} "
               f"{', '.join(edits)}")
     done = "rewritten" if report.applied else "to rewrite"
     note = "" if report.applied or not report.changes else "; dry run, nothing written (use --apply)"
-    print(f"{_count(len(report.changes), 'item')} {done}{note}")
+    print(f"{count(len(report.changes), 'item')} {done}{note}")
     return 0
 
 
 def _prepare(args: argparse.Namespace) -> Tuple[CounterField, Optional[List[Any]]]:
     """The counter the command names, pointed at ``--endpoint-url`` / ``--region``, and its ``--parent`` keys."""
     target = resolve(args.target)
-    counter: CounterField = target.counter if isinstance(target, Relation) else target  # type: ignore[assignment]
+    counter: CounterField = target.counter if isinstance(target, Relation) else target
     if args.endpoint_url or args.region:
-        _point(counter, args.endpoint_url, args.region)
+        point(counter, args.endpoint_url, args.region)
     assert counter.model is not None
-    return counter, [_parse_key(counter.model, raw) for raw in args.parents] if args.parents else None
+    return counter, [parse_key(counter.model, raw) for raw in args.parents] if args.parents else None
 
 
 def _reconcile(args: argparse.Namespace) -> int:
@@ -305,13 +235,13 @@ def _reconcile(args: argparse.Namespace) -> int:
     else:
         if args.engine != "local" or args.workers is not None:
             raise InvalidArgumentError("--engine and --workers choose how an export is read: pass --export too")
-        progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+        progress = AuditProgress(sys.stderr) if sys.stderr.isatty() else None
         report = audit(target, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
                        segments=args.segments, workers=args.segments, progress=progress)
         if progress is not None:
             progress.close()
     if args.command == "audit":
-        _print_audit(report, args)
+        print_audit(report, args)
         return _unverified(report) or _not_found(report) or (1 if report.drifts else 0)
     done: List[Any] = []
     try:
@@ -320,11 +250,11 @@ def _reconcile(args: argparse.Namespace) -> int:
     except Exception as error:
         if args.debug:
             raise
-        _print_repair(report, RepairReport(tuple(done)), args, error=error)
+        print_repair(report, RepairReport(tuple(done)), args, error=error)
         args.reported = True  # the JSON record above carries the error
         raise
     repairs = RepairReport(tuple(done))
-    _print_repair(report, repairs, args)
+    print_repair(report, repairs, args)
     if report.unverifiable or any(r.status == "refused" for r in repairs.repairs):
         return _unverified(report) or 2
     if report.missing:
@@ -364,7 +294,7 @@ def _unverified(report: AuditReport) -> int:
     if not report.unverifiable:
         return 0
     unloaded = sorted({name for u in report.unverifiable for name in u.unloaded})
-    print(f"{PROG}: {_count(len(report.unverifiable), 'parent')} unverifiable: fed by {', '.join(unloaded)}, "
+    print(f"{PROG}: {count(len(report.unverifiable), 'parent')} unverifiable: fed by {', '.join(unloaded)}, "
           f"not loaded; load the modules declaring them with --import MODULE (entries of relations removed from "
           f"the code: pynamodb-counters feeders --forget)", file=sys.stderr)
     return 2
@@ -374,200 +304,6 @@ def _not_found(report: AuditReport) -> int:
     """Exit 2 with one line on stderr when ``--parent`` keys name no stored parent; ``0`` when all did."""
     if not report.missing:
         return 0
-    keys = ", ".join(_key_text(report.model, key) for key in report.missing)
-    print(f"{PROG}: {_count(len(report.missing), 'parent')} not found: {keys}", file=sys.stderr)
+    keys = ", ".join(key_text(report.model, key) for key in report.missing)
+    print(f"{PROG}: {count(len(report.missing), 'parent')} not found: {keys}", file=sys.stderr)
     return 2
-
-
-def _point(counter: CounterField, endpoint_url: Optional[str], region: Optional[str]) -> None:
-    """Send the counter's parent model and every child model feeding it to another endpoint or region."""
-    models: List[Any] = [counter.model] + [relation.child_model for relation in feeders_of(counter)]
-    for model in models:
-        if endpoint_url:
-            model.Meta.host = endpoint_url
-        if region:
-            model.Meta.region = region
-        model._connection = None
-
-
-def _parse_key(model: Any, raw: str) -> Any:
-    """A ``--parent`` value as a key of ``model``: a JSON list of its key values, or a bare hash key; each value
-    as the key attribute takes it (a number, bytes from base64, a date in PynamoDB's format)."""
-    if raw.startswith("["):
-        try:
-            values = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise ConfigurationError(f"--parent {raw!r} is not a JSON list: {error}") from error
-        if not isinstance(values, list):
-            raise ConfigurationError(f"--parent {raw!r} is not a JSON list")
-    else:
-        values = [raw]
-    converted = [_key_value(attribute, value, raw) for attribute, value in zip(key_attributes(model), values)]
-    return tuple(converted + values[len(converted):])
-
-
-def _key_value(attribute: Any, value: Any, raw: str) -> Any:
-    where = f"--parent {raw!r}: {type(attribute).__name__} {attribute.attr_name}"
-    if not isinstance(value, str):
-        if attribute.attr_type == NUMBER and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-        raise ConfigurationError(f"{where} takes a {'number' if attribute.attr_type == NUMBER else 'string'}, not "
-                                 f"{value!r}")
-    try:
-        if attribute.attr_type == NUMBER:
-            number = json.loads(value)
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                raise ValueError(value)
-            return number
-        if attribute.attr_type == BINARY:
-            return base64.b64decode(value, validate=True)
-        return attribute.deserialize(value)
-    except (ValueError, TypeError, binascii.Error) as error:
-        kind = {NUMBER: "a number", BINARY: "bytes in base64"}.get(attribute.attr_type, "a value it can read")
-        raise ConfigurationError(f"{where} takes {kind}: {error}") from error
-
-
-def _key_text(model: Any, key: Any) -> str:
-    return json.dumps(json_key(model, key))
-
-
-def _print_audit(report: AuditReport, args: argparse.Namespace) -> None:
-    out = sys.stdout
-    if args.json:
-        json.dump(report.as_dict(), out)
-        out.write("\n")
-    elif args.csv:
-        writer = csv.writer(out)
-        writer.writerow(["model", "key", "attribute", "stored", "actual"])
-        for drift in report.drifts:
-            writer.writerow([drift.model.__name__, _key_text(drift.model, drift.key), drift.attribute,
-                             "" if drift.stored is None else drift.stored, drift.actual])
-        for unverified in report.unverifiable:
-            writer.writerow([unverified.model.__name__, _key_text(unverified.model, unverified.key),
-                             unverified.attribute, "" if unverified.stored is None else unverified.stored,
-                             unverified.reason])
-    else:
-        for drift in report.drifts:
-            stored = "missing" if drift.stored is None else drift.stored
-            print(f"{drift.model.__name__} {_key_text(drift.model, drift.key)} {drift.attribute}: stored {stored}, "
-                  f"actual {drift.actual}", file=out)
-        _print_unverifiable(report, out)
-        for key in report.missing:
-            print(f"{report.model.__name__} {_key_text(report.model, key)}: not found", file=out)
-        print(_summary(report), file=out)
-
-
-def _print_unverifiable(report: AuditReport, out: TextIO) -> None:
-    for unverified in report.unverifiable:
-        print(f"{unverified.model.__name__} {_key_text(unverified.model, unverified.key)} {unverified.attribute}: "
-              f"{unverified.reason}", file=out)
-
-
-def _print_repair(report: AuditReport, repairs: RepairReport, args: argparse.Namespace,
-                  error: Optional[BaseException] = None) -> None:
-    out = sys.stdout
-    if args.json:
-        record: Dict[str, Any] = dict(report.as_dict(), applied=args.apply, **repairs.as_dict())
-        if error is not None:
-            record.update(error=describe(error, hint=False), type=type(error).__name__)
-        json.dump(record, out)
-        out.write("\n")
-    elif args.csv:
-        writer = csv.writer(out)
-        writer.writerow(["model", "key", "attribute", "stored", "actual", "status", "before", "after", "attempts"])
-        for r in repairs.repairs:
-            writer.writerow([r.drift.model.__name__, _key_text(r.drift.model, r.drift.key), r.drift.attribute,
-                             "" if r.drift.stored is None else r.drift.stored, r.drift.actual, r.status,
-                             "" if r.before is None else r.before, r.after, r.attempts])
-    else:
-        for r in repairs.repairs:
-            before = "missing" if r.before is None else r.before
-            note = f" ({r.reason})" if r.reason else ""
-            print(f"{r.drift.model.__name__} {_key_text(r.drift.model, r.drift.key)} {r.drift.attribute}: "
-                  f"{r.status} {before} -> {r.after}{note}", file=out)
-        _print_unverifiable(report, out)
-        if error is None:
-            print(_summary(report) + ("" if args.apply else "; dry run, nothing written (use --apply)"), file=out)
-
-
-def _summary(report: AuditReport) -> str:
-    estimate = " (cost-model estimate included)" if report.read_units_estimated else ""
-    unverifiable = f", {len(report.unverifiable)} unverifiable" if report.unverifiable else ""
-    unverifiable += f", {len(report.missing)} not found" if report.missing else ""
-    candidates = f"{_count(len(report.candidates), 'candidate')} from the export, " if report.candidates else ""
-    return (f"{_count(report.parents_checked, 'parent')} checked, {candidates}{report.drifted} drifted"
-            f"{unverifiable}, "
-            f"{_count(report.read_units, 'read unit')}{estimate}")
-
-
-def _count(number: float, noun: str) -> str:
-    """``"1 parent"``, ``"2 parents"``, ``"0.5 read units"``, ``"1000000 items"`` (never ``1e+06``)."""
-    text = str(int(number)) if float(number).is_integer() else str(number)
-    return f"{text} {noun}" + ("" if number == 1 else "s")
-
-
-class _Progress:
-    """A one-line progress display on a terminal, redrawn at most ten times a second."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.shown = 0.0
-
-    def __call__(self, done: int, total: Optional[int]) -> None:
-        now = time.monotonic()
-        if now - self.shown >= 0.1 or done == total:
-            self.shown = now
-            of = f"/{total}" if total is not None else ""
-            self.stream.write(f"\raudited {done}{of} {'parent' if (total or done) == 1 else 'parents'}")
-            self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-class _ExportProgress:
-    """The progress of an audit from an export: files and items read, candidates, verified. On a terminal, one
-    line redrawn at most ten times a second; elsewhere (a log), one line when the files are read and one when the
-    candidates are verified."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.live = stream.isatty()
-        self.shown = 0.0
-        self.last: Optional[ExportProgress] = None
-        self.printed: Optional[str] = None
-
-    def __call__(self, state: ExportProgress) -> None:
-        self.last = state
-        stage = "read" if state.candidates is None else "verify"
-        if self.live:
-            now = time.monotonic()
-            if now - self.shown >= 0.1 or state.files_read == state.files:
-                self.shown = now
-                self.stream.write(f"\r{self._line(state)}")
-                self.stream.flush()
-        elif stage == "verify" and self.printed is None:
-            self._print(f"{self._read(state)}; {_count(state.candidates or 0, 'candidate')}")
-        elif stage == "verify" and state.verified == state.candidates:
-            self._print(f"verified {state.verified}/{state.candidates} candidates on the live table")
-
-    def _print(self, line: str) -> None:
-        self.printed = line
-        self.stream.write(f"{line}\n")
-        self.stream.flush()
-
-    @staticmethod
-    def _read(state: ExportProgress) -> str:
-        return f"read {state.files_read}/{state.files} files, {_count(state.items_read, 'item')}"
-
-    def _line(self, state: ExportProgress) -> str:
-        if state.candidates is None:
-            return self._read(state)
-        return (f"{self._read(state)}; {_count(state.candidates, 'candidate')}, verified {state.verified}/"
-                f"{state.candidates}")
-
-    def close(self) -> None:
-        if self.live and self.last is not None:
-            self.stream.write("\n")
-            self.stream.flush()

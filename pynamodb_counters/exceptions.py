@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 
 from pynamodb.exceptions import CancellationReason, TransactWriteError
 
+from ._cancellations import cancellation_reason
+
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
@@ -213,7 +215,7 @@ class CountedWriteError(CounterError, TransactWriteError):  # type: ignore[misc]
         ``==`` ignores it).
         """
         if self._cancellation_reasons is None:  # a refusal the pipeline recovers from is never read
-            self._cancellation_reasons = [_cancellation_reason(raw) for raw in self.raw_cancellation_reasons]
+            self._cancellation_reasons = [cancellation_reason(raw) for raw in self.raw_cancellation_reasons]
         return self._cancellation_reasons
 
 
@@ -363,24 +365,6 @@ class CorruptCounterError(CounterError):
                    f"outside the library?). Audit and repair it (pynamodb_counters.reconcile, or the "
                    f"pynamodb-counters command), or set it with set_counter()",
                    model=model, key=key, attribute=attribute, stored=stored)
-
-
-#: whether this PynamoDB's CancellationReason takes ``raw_item`` (6.0 and later; 5.5's has only code and message)
-_REASON_HAS_RAW_ITEM = "raw_item" in getattr(CancellationReason, "__dataclass_fields__", {})
-
-
-def _cancellation_reason(raw: Dict[str, Any]) -> Optional[CancellationReason]:
-    """One raw ``CancellationReasons`` entry as PynamoDB's typed reason (``None`` for the code ``"None"``), built as
-    PynamoDB 6 builds it, and with ``raw_item`` on PynamoDB 5.5 too."""
-    code = raw.get("Code", "None")
-    if code == "None":
-        return None
-    item = raw.get("Item")
-    if _REASON_HAS_RAW_ITEM:
-        return CancellationReason(code=code, message=raw.get("Message"), raw_item=item)
-    reason = CancellationReason(code=code, message=raw.get("Message"))
-    reason.raw_item = item
-    return reason
 
 
 class BulkWriteError(CounterError):
