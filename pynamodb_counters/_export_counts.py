@@ -6,40 +6,23 @@ no I/O: the export's data files are read elsewhere, and any number of them are t
 
 The live audit reads with DynamoDB's conditions (a Scan filtered by the parent model's ``audit_filter()``, a
 Query of a parent's partition under a relation's prefix, filtered by the classes it counts); here the same
-conditions are evaluated on each raw item (:func:`matcher`).
+conditions are evaluated on each raw item (``_export_conditions``).
 """
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
-
-from pynamodb.expressions.condition import (
-    And,
-    BeginsWith,
-    Between,
-    Comparison,
-    Condition,
-    Contains,
-    Exists,
-    In,
-    IsType,
-    Not,
-    NotExists,
-    Or,
-)
-from pynamodb.expressions.operand import Path, Value
 
 from ._audit_rules import counted_classes, expired, loaded_feeders, sum_stored
 from ._base import FED_BY, FEED_SEPARATOR, SHARD
 from ._compat import ParentKey, as_returned, key_attributes
+from ._export_conditions import Item, matcher
 from ._items import Stored, stored_of
 from .attributes import CounterField
 from .exceptions import ExportError
 from .relations import Relation
 
-__all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "matcher", "merge_partitions"]
+__all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "merge_partitions"]
 
 Typed = Tuple[str, Any]
 """One raw typed value, hashable: ``("S", "POST#a91f")``."""
@@ -47,7 +30,6 @@ Typed = Tuple[str, Any]
 RawKey = Tuple[Typed, ...]
 """An item's key as raw typed values: ``(("S", "POST#a91f"), ("S", "META"))``."""
 
-Item = Dict[str, Any]
 _SHARD_SUFFIX = "#SHARD"
 _NO_FEEDS: FrozenSet[str] = frozenset()
 
@@ -307,106 +289,6 @@ def _parent_of_shard(key: RawKey, index: int) -> Optional[RawKey]:
 
 def _stored(raw: Optional[str]) -> Optional[Stored]:
     return None if raw is None else stored_of({"n": {"N": raw}}, "n")
-
-
-# -- conditions, evaluated on one raw item ---------------------------------------------------------------------
-def matcher(condition: Condition, what: str) -> Callable[[Item], bool]:
-    """A function telling whether a raw item meets ``condition`` (a PynamoDB condition), as DynamoDB would.
-
-    :raises ExportError: a condition this cannot evaluate on an item (a nested path, ``size()``), naming ``what``.
-    """
-    if isinstance(condition, (And, Or)):
-        first, second = (matcher(part, what) for part in condition.values)
-        if isinstance(condition, And):
-            return lambda item: first(item) and second(item)
-        return lambda item: first(item) or second(item)
-    if isinstance(condition, Not):
-        inner = matcher(condition.values[0], what)
-        return lambda item: not inner(item)
-    name = _name(condition.values[0], what)
-    operands = [_operand(value, what) for value in condition.values[1:]]
-    if isinstance(condition, Exists):
-        return lambda item: name in item
-    if isinstance(condition, NotExists):
-        return lambda item: name not in item
-    if isinstance(condition, IsType):
-        kind = operands[0][1]
-        return lambda item: name in item and next(iter(item[name])) == kind
-    if isinstance(condition, BeginsWith):
-        prefix = operands[0]
-        return lambda item: _begins(_typed(item.get(name)), prefix)
-    if isinstance(condition, Contains):
-        part = operands[0]
-        return lambda item: _contains(item.get(name), part)
-    if isinstance(condition, Between):
-        low, high = operands
-        return lambda item: _compare(item.get(name), low, ">=") and _compare(item.get(name), high, "<=")
-    if isinstance(condition, In):
-        return lambda item: any(_compare(item.get(name), each, "=") for each in operands)
-    if isinstance(condition, Comparison):
-        operator, value = condition.operator, operands[0]
-        return lambda item: _compare(item.get(name), value, operator)
-    raise ExportError(f"{what} is a condition ({condition}) that cannot be evaluated on an exported item here")
-
-
-def _name(operand: Any, what: str) -> str:
-    if isinstance(operand, Path) and len(operand.path) == 1 and "[" not in operand.path[0]:
-        return str(operand.path[0])
-    raise ExportError(f"{what} reads {operand}: only top-level attributes can be matched on an exported item")
-
-
-def _operand(operand: Any, what: str) -> Tuple[str, Any]:
-    if isinstance(operand, Value):
-        return _typed(operand.value)  # type: ignore[return-value]
-    raise ExportError(f"{what} compares with {operand}: only values can be compared on an exported item")
-
-
-def _typed(value: Optional[Dict[str, Any]]) -> Optional[Tuple[str, Any]]:
-    """A raw typed value as (type, comparable value): numbers as Decimal, binary as bytes, sets as frozensets."""
-    if not value:
-        return None
-    kind, raw = next(iter(value.items()))
-    if kind == "N":
-        return kind, Decimal(raw)
-    if kind == "B":
-        return kind, base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)
-    if kind == "NS":
-        return kind, frozenset(Decimal(each) for each in raw)
-    if kind in ("SS", "BS"):
-        return kind, frozenset(raw)
-    return kind, raw
-
-
-def _compare(stored: Optional[Dict[str, Any]], value: Tuple[str, Any], operator: str) -> bool:
-    found = _typed(stored)
-    if found is None or found[0] != value[0]:
-        return operator == "<>" and found is not None  # DynamoDB: <> holds between values of different types
-    mine, theirs = found[1], value[1]
-    if operator == "=":
-        return bool(mine == theirs)
-    if operator == "<>":
-        return bool(mine != theirs)
-    if value[0] not in ("S", "N", "B"):
-        return False
-    return bool({"<": mine < theirs, "<=": mine <= theirs, ">": mine > theirs, ">=": mine >= theirs}[operator])
-
-
-def _begins(found: Optional[Tuple[str, Any]], prefix: Tuple[str, Any]) -> bool:
-    return found is not None and found[0] == prefix[0] and found[0] in ("S", "B") and found[1].startswith(prefix[1])
-
-
-def _contains(stored: Optional[Dict[str, Any]], part: Tuple[str, Any]) -> bool:
-    found = _typed(stored)
-    if found is None:
-        return False
-    kind, value = found
-    if kind == "S" and part[0] == "S":
-        return bool(part[1] in value)
-    if kind in ("SS", "NS", "BS"):
-        return bool(part[1] in value)
-    if kind == "L":
-        return any(_typed(each) == part for each in value)
-    return False
 
 
 def _named(relation: Relation) -> str:

@@ -11,8 +11,8 @@ file's end, checks its MD5 and item count against the manifest. Every fault is a
 :class:`~pynamodb_counters.exceptions.ExportError` naming the file.
 
 An :class:`Export` and its :class:`DataFile` entries are plain data: they pickle, for process pools and Spark
-executors. The S3 client is made once in each process that reads, through botocore's own configuration chain
-(profiles, region, ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``).
+executors. Where the files are read from, a directory or S3 (and the S3 client each process makes), is
+``_export_sources``.
 
 A ``dataFileS3Key`` is written relative to the bucket (``<prefix>/AWSDynamoDB/<ExportId>/data/...``); it is read
 by its part after ``AWSDynamoDB/<ExportId>/``, under the location given, so a copy of an export (to a directory, or
@@ -21,7 +21,6 @@ under another prefix) reads like the original.
 from __future__ import annotations
 
 import base64
-import glob
 import gzip
 import hashlib
 import importlib
@@ -29,28 +28,23 @@ import io
 import json
 import os
 import re
-import threading
 import zlib
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, cast
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, cast
 
-import botocore.session
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError
 
+from ._export_sources import ROOT, SUMMARY, Missing, Source, source_of
 from .exceptions import ExportError, InvalidArgumentError
 
-__all__ = ["FILES_MANIFEST", "ROOT", "SUMMARY", "DataFile", "Export", "open_export", "table_of"]
+__all__ = ["FILES_MANIFEST", "DataFile", "Export", "open_export", "table_of"]
 
-ROOT = "AWSDynamoDB"
-"""The folder DynamoDB writes every export under, one ``<ExportId>`` folder each."""
-SUMMARY = "manifest-summary.json"
 FILES_MANIFEST = "manifest-files.json"
 
 #: decompressed bytes parsed at a time: what a read holds at once, whatever the file's size
 _CHUNK = 64 * 1024
 #: the longest line a read holds: an item is at most 400 KB, its DynamoDB JSON a few times that
 _LONGEST_LINE = 16 * 1024 * 1024
-_S3_SCHEME = re.compile(r"^s3[an]?://", re.IGNORECASE)  # s3:// and Hadoop's s3a://, s3n:// (what Spark users write)
 _TABLE_ARN = re.compile(r"^arn:[\w-]+:dynamodb:[\w-]*:\d*:table/([\w.-]+)$")
 _ITEM_SHAPE = '{"Item": {...}}'
 
@@ -100,7 +94,7 @@ class Export:
           ``{"Item": {...}}`` (the items before it were given), or, at its end, its MD5 or its item count differs
           from the manifest.
         """
-        source = _source(self.location)
+        source = source_of(self.location)
         relative = _relative(file.key)
         if relative is None:
             raise ExportError(f"{file.key!r} is not the dataFileS3Key of a data file of the export at "
@@ -121,7 +115,7 @@ def open_export(location: str) -> Export:
     if not isinstance(location, str):
         raise InvalidArgumentError(f"open_export() takes the export's location, an s3:// URL or a directory, not "
                                    f"{location!r}")
-    source = _source(location)
+    source = source_of(location)
     summary_name = source.name(SUMMARY)
     summary = _json_object(source, SUMMARY, _no_export(source))
     _check_format(summary, summary_name)
@@ -175,7 +169,7 @@ def _check_format(summary: Dict[str, Any], name: str) -> None:
         raise ExportError(f"{name}: exportType is {kind!r}; a full export is needed (exportType FULL_EXPORT)")
 
 
-def _data_files(source: _Source, relative: str) -> Tuple[DataFile, ...]:
+def _data_files(source: Source, relative: str) -> Tuple[DataFile, ...]:
     """The entries of ``manifest-files.json``, each checked."""
     name = source.name(relative)
     text = _text(source, relative, f"{name} is missing: DynamoDB writes it beside {SUMMARY}, which names it; copy "
@@ -217,7 +211,7 @@ def _relative(key: str) -> Optional[str]:
     return key
 
 
-def _json_object(source: _Source, relative: str, missing: str) -> Dict[str, Any]:
+def _json_object(source: Source, relative: str, missing: str) -> Dict[str, Any]:
     name = source.name(relative)
     try:
         found = json.loads(_text(source, relative, missing))
@@ -229,7 +223,7 @@ def _json_object(source: _Source, relative: str, missing: str) -> Dict[str, Any]
     return found
 
 
-def _text(source: _Source, relative: str, missing: str) -> str:
+def _text(source: Source, relative: str, missing: str) -> str:
     """A small file of the export (a manifest), whole, as text."""
     name = source.name(relative)
     try:
@@ -238,7 +232,7 @@ def _text(source: _Source, relative: str, missing: str) -> str:
             data = stream.read()
         finally:
             stream.close()
-    except _Missing as error:
+    except Missing as error:
         raise ExportError(f"{missing}{error.said}") from None
     except (OSError, BotoCoreError) as error:
         raise ExportError(f"{name} cannot be read: {error}", cause=error) from error
@@ -249,7 +243,7 @@ def _text(source: _Source, relative: str, missing: str) -> str:
             from error
 
 
-def _no_export(source: _Source) -> str:
+def _no_export(source: Source) -> str:
     message = (f"no {SUMMARY} at {source.name(SUMMARY)}: an export's location is its own folder, "
                f"<prefix>/{ROOT}/<ExportId>/, where DynamoDB writes its manifests")
     below = source.exports_below()
@@ -275,12 +269,12 @@ class _Hashing:
         raise io.UnsupportedOperation("a data file is read once, from its start")
 
 
-def _items(source: _Source, relative: str, file: DataFile) -> Iterator[Dict[str, Any]]:
+def _items(source: Source, relative: str, file: DataFile) -> Iterator[Dict[str, Any]]:
     """The items of one data file, streamed; its MD5 and item count checked at its end."""
     name = source.name(relative)
     try:
         stream = source.open(relative)
-    except _Missing as error:
+    except Missing as error:
         raise ExportError(f"{name} is listed in {FILES_MANIFEST} but missing{error.said}: the export is incomplete "
                           f"(copied in part?); copy it whole, or take a new export") from None
     except (OSError, BotoCoreError) as error:
@@ -366,149 +360,3 @@ def _bad_line(block: bytes, name: str, before: int) -> ExportError:
         return ExportError(f"{name}, line {number}: not an item as a DynamoDB JSON export writes it "
                            f"({_ITEM_SHAPE}): {shown!r}")
     raise AssertionError("a block that failed holds a bad line")  # pragma: no cover
-
-
-# -- where the files are: a directory, or S3 ---------------------------------------------------------------------
-class _Missing(Exception):
-    """The object does not exist (the message says how the store put it, where it says more)."""
-
-    @property
-    def said(self) -> str:
-        """What the store said, to append to a message: ``" (NoSuchKey: ...)"``, or nothing."""
-        return f" ({self})" if str(self) else ""
-
-
-class _Source:
-    """Where an export's files are, each named by its path inside the export (``data/<random>.json.gz``)."""
-
-    def name(self, relative: str) -> str:
-        """The file's full name, for messages."""
-        raise NotImplementedError
-
-    def open(self, relative: str) -> BinaryIO:
-        """The file as a binary stream. :raises _Missing: it does not exist."""
-        raise NotImplementedError
-
-    def missing(self, relatives: Sequence[str]) -> List[str]:
-        """Those of ``relatives`` that do not exist (where the store can tell before reading them)."""
-        raise NotImplementedError
-
-    def exports_below(self) -> List[str]:
-        """Exports found under this location, for the message that it holds none itself."""
-        raise NotImplementedError
-
-
-class _Directory(_Source):
-    def __init__(self, root: str) -> None:
-        self.root = root
-
-    def name(self, relative: str) -> str:
-        return os.path.join(self.root, *relative.split("/"))
-
-    def open(self, relative: str) -> BinaryIO:
-        try:
-            return open(self.name(relative), "rb")
-        except (FileNotFoundError, NotADirectoryError):
-            raise _Missing() from None
-
-    def missing(self, relatives: Sequence[str]) -> List[str]:
-        return [relative for relative in relatives if not os.path.isfile(self.name(relative))]
-
-    def exports_below(self) -> List[str]:
-        root = glob.escape(self.root)
-        found = glob.glob(os.path.join(root, "*", SUMMARY)) + glob.glob(os.path.join(root, ROOT, "*", SUMMARY))
-        return sorted(os.path.dirname(path) for path in found)[:5]
-
-
-class _Bucket(_Source):
-    def __init__(self, location: str) -> None:
-        scheme, _, path = location.partition("://")
-        self.scheme = scheme
-        self.bucket, _, prefix = path.partition("/")
-        if not self.bucket:
-            raise ExportError(f"{location} names no bucket: an export in S3 is s3://<bucket>/<prefix>/{ROOT}/"
-                              f"<ExportId>/")
-        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
-
-    def name(self, relative: str) -> str:
-        return f"{self.scheme}://{self.bucket}/{self.prefix}{relative}"
-
-    def open(self, relative: str) -> BinaryIO:
-        try:
-            body = _s3_client().get_object(Bucket=self.bucket, Key=self.prefix + relative)["Body"]
-        except ClientError as error:
-            if _code(error) in ("NoSuchKey", "NoSuchBucket", "404"):
-                raise _Missing(_reason(error)) from None
-            raise ExportError(f"{self.name(relative)} cannot be read from S3: {_reason(error)}", cause=error) \
-                from error
-        return cast(BinaryIO, body)
-
-    def missing(self, relatives: Sequence[str]) -> List[str]:
-        folder = os.path.commonprefix(list(relatives)).rpartition("/")[0]
-        prefix = self.prefix + (folder + "/" if folder else "")
-        keys: Set[str] = set()
-        try:
-            for page in _s3_client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
-                keys.update(entry["Key"] for entry in page.get("Contents", []))
-        except ClientError as error:
-            if _code(error) == "AccessDenied":  # reading needs only s3:GetObject: each file is checked when read
-                return []
-            raise ExportError(f"{self.name(folder)} cannot be listed: {_reason(error)}", cause=error) from error
-        except BotoCoreError as error:
-            raise ExportError(f"{self.name(folder)} cannot be listed: {error}", cause=error) from error
-        return [relative for relative in relatives if self.prefix + relative not in keys]
-
-    def exports_below(self) -> List[str]:
-        try:
-            page = _s3_client().list_objects_v2(Bucket=self.bucket, Prefix=f"{self.prefix}{ROOT}/", Delimiter="/",
-                                                MaxKeys=5)
-        except (ClientError, BotoCoreError):
-            return []
-        return [f"{self.scheme}://{self.bucket}/{entry['Prefix']}" for entry in page.get("CommonPrefixes", [])]
-
-
-def _source(location: str) -> _Source:
-    if _S3_SCHEME.match(location):
-        return _Bucket(location)
-    if "://" in location:
-        raise ExportError(f"{location}: exports are read from S3 (s3://<bucket>/<prefix>/{ROOT}/<ExportId>/) or "
-                          f"from a local directory")
-    return _Directory(location)
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
-
-
-def _reason(error: ClientError) -> str:
-    found = error.response.get("Error", {})
-    return f"{found.get('Code', '')}: {found.get('Message', '')}".strip(": ")
-
-
-#: one S3 client in each process, made when it first reads (never kept on an Export: they travel to other processes)
-_CLIENTS: Dict[int, Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def _s3_client() -> Any:
-    """This process's S3 client, made through botocore's own configuration chain (profiles, region,
-    ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``). botocore's clients are thread-safe: the process's threads share
-    it."""
-    pid = os.getpid()
-    client = _CLIENTS.get(pid)
-    if client is None:
-        with _CLIENTS_LOCK:
-            client = _CLIENTS.get(pid)
-            if client is None:
-                client = botocore.session.get_session().create_client("s3")
-                _CLIENTS[pid] = client
-    return client
-
-
-def _new_lock() -> None:
-    global _CLIENTS_LOCK
-    _CLIENTS_LOCK = threading.Lock()  # a forked child never waits on a lock its parent's threads held
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock)

@@ -17,7 +17,7 @@ import pytest
 from pynamodb.expressions.condition import size
 
 from pynamodb_counters import AuditReport, ExportProgress, audit, repair, skip_counting
-from pynamodb_counters._export_counts import matcher
+from pynamodb_counters._export_conditions import matcher
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
 from pynamodb_counters.testing import export_table, write_export
 from tests.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote

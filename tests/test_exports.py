@@ -22,7 +22,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from pynamodb_counters import _exports
+from pynamodb_counters import _export_sources, _exports
 from pynamodb_counters._exports import DataFile, Export, open_export
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
 from pynamodb_counters.testing import export_table, write_export
@@ -197,7 +197,7 @@ def upload(root: str, bucket: str = "exports-bucket", prefix: str = "exports/") 
 @pytest.fixture
 def fresh_clients(monkeypatch: pytest.MonkeyPatch) -> None:
     """No S3 client kept from another test (each is made once a process, from the environment of that moment)."""
-    monkeypatch.setattr(_exports, "_CLIENTS", {})
+    monkeypatch.setattr(_export_sources, "_CLIENTS", {})
 
 
 @moto
@@ -223,7 +223,7 @@ def test_the_s3_client_follows_botocores_own_configuration(tmp_path: Path, monke
     monkeypatch.setenv("MOTO_S3_CUSTOM_ENDPOINTS", endpoint)  # moto answers that endpoint in-process
     export = open_export(location)
     assert export.table == "Social"
-    assert _exports._CLIENTS[os.getpid()].meta.endpoint_url == endpoint
+    assert _export_sources._CLIENTS[os.getpid()].meta.endpoint_url == endpoint
 
 
 @moto
@@ -236,7 +236,7 @@ def test_the_s3_client_takes_the_profile_botocore_chooses(tmp_path: Path, monkey
     monkeypatch.setenv("AWS_PROFILE", "exports")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     assert open_export(location).table == "Social"
-    assert _exports._CLIENTS[os.getpid()].meta.region_name == "eu-west-2"
+    assert _export_sources._CLIENTS[os.getpid()].meta.region_name == "eu-west-2"
 
 
 @moto
@@ -252,7 +252,7 @@ def test_an_s3_export_that_cannot_be_listed_is_checked_file_by_file_as_it_is_rea
     def denied(**kwargs: Any) -> Any:
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "denied"}}, "ListObjectsV2")
 
-    _exports._s3_client().meta.events.register("before-call.s3.ListObjectsV2", denied)
+    _export_sources._s3_client().meta.events.register("before-call.s3.ListObjectsV2", denied)
     export = open_export(location)
     assert len(list(export.read(export.files[0]))) == export.files[0].items
     with pytest.raises(ExportError, match=f"s3://exports-bucket/exports/{gone.key} is listed in .*but missing"):
@@ -302,10 +302,10 @@ def test_an_s3_export_pickles_without_a_client_and_its_process_makes_one_for_eve
     location = upload(write_export(tmp_path, ITEMS, table_arn=TABLE_ARN, files=2))
     export = open_export(location)
     assert b"botocore" not in pickle.dumps(export) and pickle.loads(pickle.dumps(export)) == export
-    client = _exports._CLIENTS[os.getpid()]
+    client = _export_sources._CLIENTS[os.getpid()]
     assert sum(len(list(export.read(file))) for file in export.files) == len(ITEMS)
     open_export(location)
-    assert _exports._CLIENTS == {os.getpid(): client}  # made once, for this process
+    assert _export_sources._CLIENTS == {os.getpid(): client}  # made once, for this process
 
 
 # -- bad input ---------------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 from pynamodb.models import Model
 
 from .._costs import item_bytes
-from .._exports import FILES_MANIFEST, ROOT, SUMMARY, table_of
+from .._export_sources import ROOT, SUMMARY
+from .._exports import FILES_MANIFEST, table_of
 from ..exceptions import InvalidArgumentError
 
 __all__ = ["export_table", "write_export"]
