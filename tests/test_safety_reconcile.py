@@ -17,7 +17,8 @@ import pytest
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.exceptions import PutError
 
-from pynamodb_counters import Drift, audit, bulk_save, reconcile, repair, set_counter, skip_counting
+from pynamodb_counters import Drift, audit, bulk_save, repair, set_counter, skip_counting
+from pynamodb_counters._auditor import Auditor
 from pynamodb_counters.cli import main
 from pynamodb_counters.exceptions import (
     CorruptCounterError,
@@ -426,7 +427,7 @@ def test_case10_a_failure_mid_repair_prints_what_was_done_and_the_error(
         post(pk)
         with skip_counting():
             Like(pk=pk, sk="LIKE#USER#1", liked_at=1).save()
-    apply = reconcile._Auditor._apply
+    apply = Auditor._apply
     calls = []
 
     def fail_second(self: Any, *args: Any) -> bool:
@@ -435,7 +436,7 @@ def test_case10_a_failure_mid_repair_prints_what_was_done_and_the_error(
             raise ConnectionResetError("the connection dropped")
         return apply(self, *args)
 
-    monkeypatch.setattr(reconcile._Auditor, "_apply", fail_second)
+    monkeypatch.setattr(Auditor, "_apply", fail_second)
     code, out, err = run(capsys, "repair", "tests.models:Post.like_tally", "--apply", "--json")
     report = json.loads(out)
     assert code == 2 and report["error"] == "ConnectionResetError: the connection dropped"

@@ -1,0 +1,262 @@
+"""
+The reads and writes of one audited counter: its parents, their children, and the conditional repair.
+
+An :class:`Auditor` observes a parent (its counter, its counted-write sequence and the relations recorded as
+feeding it: one strongly consistent GetItem, or a BatchGetItem of its shard items), visits the parents of one
+segment of a Scan, counts the children of each relation feeding the counter, checks an observation (observing
+the parent again, and recounting while its sequence moves), and repairs a :class:`~pynamodb_counters.Drift`
+with one conditional write. It charges every read to the audit's cost model. The loops over parents (explicit
+keys, a parallel Scan, a list of drifts) and what they report are :mod:`pynamodb_counters.reconcile`'s.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, Iterator, Optional, Union
+
+from pynamodb.constants import COUNT
+from pynamodb.exceptions import UpdateError
+
+from ._audit_rules import audited, counted_classes, expired, loaded_feeders, sum_stored
+from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT
+from ._compat import ParentKey, key_attributes, serialize_key
+from ._conditions import parent_condition, sequence_is
+from ._costs import read_units
+from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
+from ._reads import read_shards, scan_parents
+from ._reports import Drift, Repair, Unverifiable
+from ._set_counter import write_total
+from ._spec import shard_count
+from .attributes import CounterField
+from .exceptions import TransactionError
+from .relations import Relation
+from .signals import counter_repaired, send_safely
+
+__all__ = ["Auditor", "Budget", "Observation"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One parent as read: whether it exists, its counter (summed over its shards), its counted-write sequence."""
+
+    key: ParentKey
+    exists: bool
+    stored: Optional[Stored]
+    sequence: Optional[int]
+    fed_by: FrozenSet[str] = frozenset()  # the relations recorded as feeding this counter
+
+
+class Budget:
+    """A shared count of parents a limited Scan may still visit."""
+
+    def __init__(self, limit: Optional[int]) -> None:
+        self.left = limit
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        """Whether one more parent may be visited (and count it)."""
+        if self.left is None:
+            return True
+        with self.lock:
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
+
+
+class Auditor:
+    """Reads one counter, its parents and their children; all the I/O of audits and repairs."""
+
+    def __init__(self, target: Union[CounterField, Relation], item_bytes: int) -> None:
+        counter, self.feeders = audited(target)
+        model: Any = counter.model
+        self.counter, self.model, self.attribute = counter, model, str(counter.name)
+        self.loaded = frozenset(loaded_feeders(counter))
+        self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
+        # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
+        # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
+        self.rollup = any(relation.create_parent for relation in self.feeders)
+        self.item_bytes = item_bytes
+        self.units = 0.0
+        self.estimated = False
+        self._lock = threading.Lock()
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def _charge(self, response: Dict[str, Any], estimate_bytes: int) -> None:
+        capacity = response.get("ConsumedCapacity")
+        if isinstance(capacity, list):
+            units = sum(float(c.get("CapacityUnits", 0.0)) for c in capacity) if capacity else None
+        else:
+            units = float(capacity["CapacityUnits"]) if isinstance(capacity, dict) else None
+        with self._lock:
+            if units is None:
+                self.estimated = True
+                units = read_units(estimate_bytes)
+            self.units += units
+
+    def observe(self, key: ParentKey) -> Observation:
+        """The parent's counter and sequence, strongly consistent: one GetItem, or, on a sharded counter, one
+        BatchGetItem of its shard items, whose counters and sequences are summed."""
+        return self._from_items(key, self.read(key))
+
+    def _from_items(self, key: ParentKey, items: ShardItems) -> Observation:
+        if not items[0] or (self.rollup and expired(self.model, items[0])):  # a rollup past its TTL is gone
+            return Observation(key, False, None, None)
+        shards = [item for _, item in counter_shards(self.counter, items)]
+        counts = [stored_of(item, self.counter.attr_name) for item in shards]
+        sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
+        sequence = sum_stored(sequences)
+        fed_by = frozenset(entry[len(self.entry):] for item in items
+                           for entry in ((item or {}).get(FED_BY.attr_name) or {}).get("SS", ())
+                           if entry.startswith(self.entry))
+        return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), fed_by)
+
+    def unverifiable(self, observation: Observation) -> Optional[Unverifiable]:
+        """The parent as unverifiable when it records feeders that are not loaded here, else ``None``."""
+        unloaded = observation.fed_by - self.loaded
+        if not unloaded:
+            return None
+        return Unverifiable(self.model, observation.key, self.attribute, observation.stored, tuple(sorted(unloaded)))
+
+    def read(self, key: ParentKey, parent: Optional[Dict[str, Any]] = None, known: bool = False) -> ShardItems:
+        """The parent's shard items, strongly consistent: the parent item alone (one GetItem) on a model without
+        sharded counters and no shards left to fold, else one BatchGetItem. With ``known``, ``parent`` is the
+        parent item just read (by a Scan), and is not read again."""
+        if shard_count(self.model) == 1:
+            if not known:
+                hash_key, range_key = serialize_key(self.model, key)
+                response = self.model._get_connection().get_item(hash_key, range_key=range_key,
+                                                                 consistent_read=True)
+                self._charge(response, self.item_bytes)
+                parent, known = response.get("Item"), True
+            if (count_of(parent, SHARD_COUNT.attr_name) or 1) == 1:
+                return [parent]
+
+        def charge(page: Dict[str, Any]) -> None:
+            self._charge(page, self.item_bytes * sum(map(len, page.get("Responses", {}).values())))
+
+        return read_shards(self.model, [key], self.counter.shards, consistent_read=True, charge=charge,
+                           parents={key: parent} if known else None)[key]
+
+    def scan(self, segment: int, segments: int, key_prefix: Optional[str], budget: Budget
+             ) -> Iterator[Observation]:
+        """The parents in one segment of a strongly consistent Scan."""
+        def charge(page: Dict[str, Any], scanned: int) -> None:
+            self._charge(page, self.item_bytes * scanned)
+
+        for key, item in scan_parents(self.model, self.feeders, key_prefix, segment, segments, charge):
+            if not budget.take():
+                return
+            yield self._from_items(key, self.read(key, item, known=True))
+
+    def count(self, key: ParentKey) -> int:
+        """The children of one parent, across every relation feeding the counter."""
+        total = 0
+        for relation in self.feeders:
+            if relation.children is not None:
+                counted = int(relation.children(key))
+                self._charge({}, self.item_bytes * counted)  # the caller's reads: the cost model's guess
+                total += counted
+                continue
+            total += self._count_prefix(relation, key)
+        return total
+
+    def _count_prefix(self, relation: Relation, key: ParentKey) -> int:
+        child = relation.child_model
+        child_hash, range_attribute = key_attributes(child)[0], key_attributes(child)[-1]
+        assert relation.prefix is not None
+        hash_value = child_hash.serialize(key[0])
+        connection = child._get_connection()
+        counted = counted_classes(child)
+        count, start = 0, None
+        while True:  # a conditional or sum counter reads its children; a plain count only counts them
+            page = connection.query(hash_value, range_key_condition=range_attribute.startswith(relation.prefix),
+                                    filter_condition=counted, consistent_read=True,
+                                    select=None if relation.conditional else COUNT, exclusive_start_key=start,
+                                    return_consumed_capacity="TOTAL")
+            self._charge(page, self.item_bytes * int(page.get("ScannedCount", 0)))
+            if relation.conditional:
+                for item in page.get("Items", []):
+                    stored = child.from_raw_data(item)
+                    count += relation.amount(stored) if relation.applies(stored) else 0
+            else:
+                count += int(page.get("Count", 0))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return count
+
+    def check(self, observation: Observation, rounds: int = 3) -> Union[Drift, Unverifiable, None]:
+        """The drift of one observed parent, ``None``, or :class:`Unverifiable` when it records a feeder that is
+        not loaded (its children are then not counted at all).
+
+        A parent whose counter looks wrong is observed again; if its sequence moved while the children were
+        counted, it is recounted (at most ``rounds`` times). The drift always pairs the count with the
+        observation made *before* it, so when the parent never held still, the drift's sequence is already stale
+        and a repair recounts instead of applying it.
+        """
+        for _ in range(rounds):
+            before = observation
+            refused = self.unverifiable(before)
+            if refused is not None:
+                return refused
+            actual = self.count(before.key)
+            if before.stored == actual:
+                return None
+            observation = self.observe(before.key)
+            if not observation.exists:
+                return None  # deleted meanwhile: nothing to repair
+            if (observation.sequence, observation.stored) == (before.sequence, before.stored):
+                break
+        return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def repair(self, drift: Drift, max_attempts: int) -> Repair:
+        """Apply one drift's difference conditionally, recounting when live writes moved the parent, and refusing
+        a parent fed by relations that are not loaded. Each attempt reads the parent first: the drift may come
+        from an older audit, or another process."""
+        stored, sequence, actual = drift.stored, drift.sequence, drift.actual
+        stale = False  # whether the last attempt's condition failed: count again
+        for attempt in range(1, max_attempts + 1):
+            seen = self.observe(drift.key)
+            if not seen.exists:
+                return Repair(drift, "failed", stored, actual, attempt, "the parent no longer exists")
+            refused = self.unverifiable(seen)
+            if refused is not None:
+                return Repair(drift, "refused", seen.stored, actual, attempt, refused.reason)
+            if stale or (seen.stored, seen.sequence) != (stored, sequence):  # moved since observed: count again
+                fresh = self.check(seen)
+                if fresh is None:
+                    return Repair(drift, "exact", seen.stored, int(seen.stored or 0), attempt)
+                if isinstance(fresh, Unverifiable):
+                    return Repair(drift, "refused", fresh.stored, actual, attempt, fresh.reason)
+                stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual
+            stale = True
+            if self._apply(drift.key, stored, sequence, actual):
+                send_safely(counter_repaired, self.model, key=drift.key, attribute=self.attribute, before=stored,
+                            after=actual, drift=drift)
+                return Repair(drift, "repaired", stored, actual, attempt)
+        return Repair(drift, "failed", stored, actual, max_attempts,
+                      f"the parent kept changing through {max_attempts} attempts; run the repair again")
+
+    def _apply(self, key: ParentKey, stored: Optional[Stored], sequence: Optional[int], actual: int) -> bool:
+        """Set the counter to ``actual`` if it still holds ``stored`` at ``sequence``; ``False`` when the parent
+        moved (or a transaction writing it right now conflicted). An unsharded counter takes one conditional
+        UpdateItem adding the difference; a sharded one, a TransactWriteItems conditioned on every shard."""
+        items = self.read(key) if shard_count(self.model) > 1 else []
+        if len(counter_shards(self.counter, items)) > 1:  # counts on several items: condition them all
+            seen = self._from_items(key, items)
+            return seen.exists and (seen.stored, seen.sequence) == (stored, sequence) and \
+                write_total(self.counter, key, items, actual)
+        condition = parent_condition(self.model)
+        condition &= sequence_is(sequence)
+        condition &= self.counter.does_not_exist() if stored is None else self.counter == stored
+        change = self.counter.add(actual - stored) if isinstance(stored, int) else self.counter.set(actual)
+        hash_key, range_key = serialize_key(self.model, key)
+        try:
+            self.model._get_connection().update_item(hash_key, range_key=range_key,
+                                                     actions=[change, SEQUENCE.add(1)], condition=condition)
+        except UpdateError as error:
+            if error.cause_response_code not in ("ConditionalCheckFailedException", "TransactionConflictException"):
+                raise TransactionError(f"DynamoDB rejected the repair of {key!r}: {error}", error) from error
+            return False
+        return True
