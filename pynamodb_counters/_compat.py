@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["KEY_LIMITS", "ItemId", "ParentKey", "as_returned", "discriminator_of", "holds", "item_id",
-           "key_attributes", "key_of", "key_request", "normalize_key", "oversized_key", "saved_version",
+           "key_attributes", "key_of", "key_request", "oversized_key", "saved_version",
            "serialize_key", "serialized_key_request", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
@@ -84,26 +84,6 @@ def key_of(instance: Model) -> Tuple[Any, ...]:
     model = type(instance)
     hash_key = getattr(instance, model._hash_keyname)  # type: ignore[arg-type]
     return (hash_key, getattr(instance, model._range_keyname)) if model._range_keyname else (hash_key,)
-
-
-def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
-    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
-    source in errors (formatted only then).
-
-    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
-    """
-    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-    if len(key) == (2 if model._range_keyname else 1) and None not in key:  # type: ignore[attr-defined]
-        return key  # the usual case, checked without building names for an error
-    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
-    if len(key) != len(names):
-        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
-        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
-    for name, value in zip(names, key):
-        if value is None:
-            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
-                                 f"attributes the key needs?")
-    return key
 
 
 def serialize_key(model: Type[Model], key: Tuple[Any, ...]) -> Tuple[Any, Optional[Any]]:

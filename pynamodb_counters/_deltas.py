@@ -150,7 +150,8 @@ def decide(write: Write, counting: Counting) -> Deltas:
     assert write.instance is not None
     before: Optional[Model] = None
     after: Optional[Model] = None
-    relations = relations_of(write.model)
+    spec = write.spec
+    relations = spec.relations
     if write.kind is WriteKind.EXPIRY:  # taken off from the stream's image, in the relations counting it there
         assert counting.basis is not None
         relations = tuple(relation for relation in relations if relation.expiries == STREAM)
@@ -163,13 +164,14 @@ def decide(write: Write, counting: Counting) -> Deltas:
         if counting.basis is None:  # a plan shown before the commit reads the stored child: the instance's own
             counting.basis = Stored.of_instance(write.instance)
         updated = counting.basis.updated(write.known)
-        for name in sorted(write.unknown.intersection(deciding(write.model, counting.basis.view, updated.view))):
+        decided_by = deciding(write.model, counting.basis.view, updated.view, spec=spec)
+        for name in sorted(write.unknown.intersection(decided_by)):
             raise bypass_of(write.model, name)  # keys are refused before
         counting.after = updated
         before, after = counting.basis.view, updated.view
     else:
         before = counting.basis.view if counting.basis is not None else None
-        after = as_loaded(write.instance)
+        after = as_loaded(write.instance, spec)
     counting.deltas = deltas(relations, before, after, counting.gone)
     return counting.deltas
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ._actions import CHECK_FAILED, Cancellation, ChildAction
 from ._base import WRITE_ID
-from ._compat import key_of
+from ._compat import ItemId, key_of
 from ._deltas import Counting
 from ._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
 from ._stored import remember
@@ -39,8 +39,9 @@ class ExpiryMarker(ChildAction):
     verb = "Put"
     relearns = False
 
-    def __init__(self, index: int, write: Write, counting: Counting, now: Optional[float] = None) -> None:
-        super().__init__(index, write, counting)
+    def __init__(self, index: int, write: Write, counting: Counting, where: Optional[ItemId] = None,
+                 now: Optional[float] = None) -> None:
+        super().__init__(index, write, counting, where)
         assert write.event is not None
         self.key_item = marker_key(self.model, write.event)
         values = [next(iter(value.values())) for value in self.key_item.values()]

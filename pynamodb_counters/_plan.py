@@ -1,14 +1,14 @@
 """
 The plan: a transaction's writes, each counted write with what it is counted from in this attempt, as the
-actions of one TransactWriteItems (``_actions``, ``_actions``). Pure, no I/O; it changes nothing it is
-given.
+actions of one TransactWriteItems (``_actions``, ``_parent_update``, ``_other_actions``). Pure, no I/O; it
+changes nothing it is given.
 
 What a plan guarantees, before anything is sent:
 
 * each counted child has one action: a create-only Put, an edit's or update's Update, a Delete, each conditioned
   on the stored child its deltas were counted from (``_actions``), or for a child deleted by TTL the create-only
   Put of its stream record's marker (``_expiries``);
-* every parent item gets exactly one Update, all the changes counted into it merged (``_actions``), and a
+* every parent item gets exactly one Update, all the changes counted into it merged (``_parent_update``), and a
   caller's ``update()`` or ``condition_check()`` of that item merged into it; two unrelated models never count
   into one item;
 * a sharded parent's shard items are created with it, or deleted with it; a child that is one brings its own;
@@ -21,20 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
-from ._actions import (
-    Action,
-    ChildAction,
-    ChildDelete,
-    ChildEdit,
-    ChildPut,
-    ParentUpdate,
-    Passthrough,
-    RollupCheck,
-    shard_items,
-)
+from ._actions import Action, ChildAction, ChildDelete, ChildEdit, ChildPut
 from ._compat import ItemId, item_id, oversized_key
 from ._deltas import Counting
 from ._expiries import ExpiryMarker
+from ._other_actions import Passthrough, RollupCheck, shard_items
+from ._parent_update import ParentUpdate
 from ._shards import shard_key
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
@@ -86,10 +78,11 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
             continue
         if update is not None:
             raise InvalidTransactionError(_written_and_counted(write, counting))
-        actions.append(_own_action(index, write, counting))
-        if write.with_shards and (write.kind is not WriteKind.SAVE or isinstance(actions[-1], ChildPut)):
+        actions.append(_own_action(index, write, counting, where))
+        shards = write.spec.shards
+        if shards > 1 and write.with_shards and (write.kind is not WriteKind.SAVE or isinstance(actions[-1], ChildPut)):
             create = write.kind in (WriteKind.SAVE, WriteKind.PARENT_SAVE)
-            actions.extend(shard_items(write.model, write.key, create))
+            actions.extend(shard_items(write.model, write.key, create, shards))
     actions.extend(parents.values())
     actions.extend(_rollup_checks(countings, parents))
 
@@ -107,18 +100,18 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
     return Plan(tuple(actions), [{action.verb: action.request(token)} for action in actions], token)
 
 
-def _own_action(index: int, write: Write, counting: Optional[Counting]) -> Action:
-    """A write's action on its own item: a counted child's Put (a create), Update (an edit or update) or Delete,
-    as what it is counted from decides; the caller's write as it is for anything else."""
+def _own_action(index: int, write: Write, counting: Optional[Counting], where: ItemId) -> Action:
+    """A write's action on its own item (``where``): a counted child's Put (a create), Update (an edit or update)
+    or Delete, as what it is counted from decides; the caller's write as it is for anything else."""
     if counting is None:
-        return Passthrough(write)
+        return Passthrough(write, where)
     if write.kind is WriteKind.DELETE:
-        return ChildDelete(index, write, counting)
+        return ChildDelete(index, write, counting, where)
     if write.kind is WriteKind.EXPIRY:
-        return ExpiryMarker(index, write, counting)
+        return ExpiryMarker(index, write, counting, where)
     if write.kind is WriteKind.UPDATE or counting.basis is not None:
-        return ChildEdit(index, write, counting)
-    return ChildPut(index, write, counting)
+        return ChildEdit(index, write, counting, where)
+    return ChildPut(index, write, counting, where)
 
 
 def _parent_updates(writes: Sequence[Write], countings: Sequence[Optional[Counting]]
@@ -157,7 +150,7 @@ def _stored_state(write: Write, counting: Counting) -> Model:
     if counting.after is not None:
         return counting.after.view
     assert write.instance is not None
-    return as_loaded(write.instance)
+    return as_loaded(write.instance, write.spec)
 
 
 def _rollup_checks(countings: Sequence[Optional[Counting]], parents: Dict[ItemId, ParentUpdate]) -> List[Action]:

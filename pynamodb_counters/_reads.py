@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
 
 from ._base import SHARD_COUNT
-from ._compat import ParentKey, key_attributes, key_of, normalize_key, serialize_key
+from ._compat import ParentKey, key_attributes, key_of, serialize_key
 from ._items import ShardItems, count_of, whole_count
 from ._send import DEFAULT_RETRY_POLICY
 from ._shards import is_shard_item, not_a_shard, shard_key
 from ._spec import shard_count
 from ._stored import Stored
 from .exceptions import MissingChildError, TransactionError
+from .relations import normalize_key
 from .signals import missing_rejected, send_safely
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,17 +23,10 @@ from typing import Any, ClassVar, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.exceptions import PynamoDBException
 
-from ._actions import (
-    CHECK_FAILED,
-    Action,
-    Cancellation,
-    ChildAction,
-    ChildEdit,
-    ChildPut,
-    ParentUpdate,
-    RollupCheck,
-)
+from ._actions import CHECK_FAILED, Action, Cancellation, ChildAction, ChildEdit, ChildPut
 from ._deltas import Counting, Parent
+from ._other_actions import RollupCheck
+from ._parent_update import ParentUpdate
 from ._plan import Plan
 from ._reads import read_shards
 from ._refusals import Refusal, most_fundamental

@@ -10,11 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Type
 
-from ._actions import ShardItem
 from ._base import SEQUENCE, SHARD_COUNT
 from ._compat import ParentKey
 from ._conditions import parent_condition, shard_request, shard_unchanged
 from ._items import ShardItems, count_of, whole_count
+from ._other_actions import ShardItem
 from ._reads import parent_keys, read_shards
 from ._send import DEFAULT_RETRY_POLICY, send
 from ._shards import foreign_shard, foreign_shard_message

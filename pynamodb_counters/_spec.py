@@ -1,6 +1,7 @@
 """
 One :class:`ModelSpec` per model: what the library needs to know of a model's declarations, built once and held
-on the class.
+on the class, and carried by each of its writes (:attr:`~pynamodb_counters._writes.Write.spec`): the write path
+reads it as plain attributes, never asking the declarations again.
 
 Declarations only, no I/O. A model's counters and relations are fixed once its class is built (PynamoDB fills in
 a class's attributes after the ``__set_name__`` calls, so the spec is built on first use, not at declaration),
@@ -11,15 +12,19 @@ models may be declared (and imported) after their parent.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from pynamodb.attributes import Attribute
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
 from ._base import FEED_SEPARATOR, SPEC_HELD, CountedBase, counted_classes, declared, legacy_feeder_id, same_class
+from ._compat import discriminator_of, key_attributes
+from ._relation_rules import made
 from .attributes import CounterField
 from .exceptions import ConfigurationError
-from .relations import Relation, declare_feeders, declare_found, undeclared_in
+from .relations import REGISTERING, UNREGISTERED, Relation
 
 __all__ = ["ModelSpec", "all_relations", "counters_of", "feeders_of", "foreign_feeds", "relations_of", "shard_count",
            "spec_of"]
@@ -35,6 +40,10 @@ class ModelSpec:
     :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
     :ivar fragile: the attributes whose value on an instance may load otherwise once stored (those with a
       ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
+    :ivar shards: how many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none
+      is sharded).
+    :ivar keys: its hash key attribute, then its range key attribute if it has one.
+    :ivar discriminator: its ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``.
     :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
       counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
       the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
@@ -44,17 +53,15 @@ class ModelSpec:
     counters: Dict[str, CounterField]
     relations: Tuple[Relation, ...]
     fragile: Tuple[str, ...] = ()
+    shards: int = 1
+    keys: Tuple[Attribute[Any], ...] = ()
+    discriminator: Any = None  # a DiscriminatorAttribute, typed Any: a descriptor's annotation types its value
     requests: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
-    def shard_count(self) -> int:
-        """How many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none is
-        sharded)."""
-        most = 1
-        for counter in self.counters.values():  # a loop, not max() of a generator: read on every write
-            if counter.shards > most:
-                most = counter.shards
-        return most
+    def counted(self) -> bool:
+        """Whether the library writes its items: it has counters, or relations counting it."""
+        return bool(self.relations or self.counters)
 
 
 _UNCOUNTED = ModelSpec({}, ())
@@ -68,7 +75,7 @@ def spec_of(model: type) -> ModelSpec:
       assigned after a class body cannot be registered (see :meth:`Relation.__set_name__`).
     """
     spec: Optional[ModelSpec] = model.__dict__.get(SPEC_HELD)  # its own, never a base's: a subclass may add relations
-    if spec is None or undeclared_in(model):
+    if spec is None or (UNREGISTERED and undeclared_in(model)):  # a set's truth test: no call while it is empty
         if not issubclass(model, CountedBase):
             return _UNCOUNTED
         spec = _build(model)
@@ -90,7 +97,9 @@ def _build(model: Any) -> ModelSpec:
             raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of {model.__name__}")
     fragile = tuple(name for name, attribute in attributes.items()
                     if attribute.default is not None or attribute.attr_type in _SET_TYPES)
-    return ModelSpec(counters, tuple(relations), fragile)
+    shards = max((counter.shards for counter in counters.values()), default=1)
+    return ModelSpec(counters, tuple(relations), fragile, shards, tuple(key_attributes(model)),
+                     discriminator_of(model))
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:
@@ -106,7 +115,7 @@ def relations_of(model: type) -> Tuple[Relation, ...]:
 def shard_count(model: type) -> int:
     """How many shard slots ``model``'s items need: the largest ``shards`` of its counters (``1`` when none is
     sharded)."""
-    return spec_of(model).shard_count
+    return spec_of(model).shards
 
 
 def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
@@ -125,8 +134,51 @@ def all_relations() -> List[List[Relation]]:
         for value in vars(model).values():
             if isinstance(value, Relation) and value.name != "?":
                 counter = value.counter
-                groups.setdefault(id(counter), list(feeders_of(counter)))  # type: ignore[arg-type]  # not int
+                groups.setdefault(id(counter), list(feeders_of(counter)))
     return list(groups.values())
+
+
+# -- relations assigned after a class body, registered at first use -------------------------------------------
+def declare_found(klass: type) -> None:
+    """Register each relation that ``klass``'s own namespace holds but no class body declared (one assigned after
+    the body).
+
+    :raises ConfigurationError: one cannot be registered, or one relation is held under a second name.
+    """
+    for name, value in list(vars(klass).items()):
+        if not isinstance(value, Relation):
+            continue
+        if value.declared_on is None:
+            value.register(klass, name)
+        elif value.declared_on is not klass or value.name != name:
+            raise ConfigurationError(f"one relation cannot be declared twice ({value} and {klass.__name__}.{name})")
+
+
+def undeclared_in(model: type) -> bool:
+    """Whether ``model`` or a base of it holds a relation assigned after its class body and not registered yet
+    (looked for only while some relation is unregistered)."""
+    if not UNREGISTERED:
+        return False
+    return any(isinstance(value, Relation) and weakref.ref(value) in UNREGISTERED for klass in model.__mro__
+               for value in vars(klass).values())
+
+
+def declare_feeders(counter: CounterField) -> None:
+    """Register each relation feeding ``counter`` that was assigned after a class body and is not registered yet.
+
+    :raises ConfigurationError: one cannot be registered.
+    """
+    if not UNREGISTERED:
+        return
+    with REGISTERING:
+        pending = [relation for relation in (ref() for ref in list(UNREGISTERED))
+                   if relation is not None and relation.counter is counter]
+    for relation in pending:
+        for klass in counted_classes():
+            if made(klass):
+                for name, value in list(vars(klass).items()):
+                    if value is relation:
+                        relation.register(klass, name)
 
 
 _FOREIGN = "_pynamodb_counters_foreign"  # on a model class: (relations declared, table, its foreign feeds)

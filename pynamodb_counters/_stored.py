@@ -17,7 +17,7 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
 from ._compat import key_of
-from ._spec import relations_of, spec_of
+from ._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -100,10 +100,13 @@ class Stored:
         return Stored(self.model, item)
 
 
-def as_loaded(instance: Model) -> Model:
+def as_loaded(instance: Model, spec: Optional[ModelSpec] = None) -> Model:
     """``instance`` as PynamoDB would load it once stored: the instance itself, unless an attribute it holds as
-    ``None`` (or as an empty set, which is not stored) has a default, which loading gives it instead."""
-    fragile = spec_of(type(instance)).fragile
+    ``None`` (or as an empty set, which is not stored) has a default, which loading gives it instead.
+
+    :param spec: its model's spec, when looked up already.
+    """
+    fragile = (spec or spec_of(type(instance))).fragile
     if fragile:
         values = instance.attribute_values
         for name in fragile:
@@ -113,11 +116,15 @@ def as_loaded(instance: Model) -> Model:
     return instance
 
 
-def deciding(model: Type[Model], *states: Model) -> List[str]:
+def deciding(model: Type[Model], *states: Model, spec: Optional[ModelSpec] = None) -> List[str]:
     """The non-key attributes that decide a counted child's parents (read by its relations), in any of
-    ``states``: what a counted edit, update or delete is conditioned on."""
+    ``states``: what a counted edit, update or delete is conditioned on.
+
+    :param spec: ``model``'s spec, when looked up already.
+    """
     keys = {model._hash_keyname, model._range_keyname}
-    names = {name for state in states for relation in relations_of(model) for name in relation.read_attributes(state)}
+    relations = (spec or spec_of(model)).relations
+    names = {name for state in states for relation in relations for name in relation.read_attributes(state)}
     return sorted(names - keys)
 
 

@@ -21,7 +21,7 @@ from pynamodb.expressions.operand import Path
 
 from ._compat import key_of
 from ._context import counting_skipped
-from ._spec import counters_of, relations_of
+from ._spec import ModelSpec, spec_of
 from ._stored import known_values, remembered
 from .exceptions import CountingBypassError, InvalidArgumentError
 
@@ -84,6 +84,8 @@ class Write:
       removed), by Python name.
     :ivar unknown: a counted update's attributes its other actions touch.
     :ivar event: an expiry's stream record (its ``eventID``), which names its marker.
+    :ivar spec: the model's declarations, looked up once for the whole write (given by the constructors that
+      have looked them up already, else looked up when the write is made).
     """
 
     kind: WriteKind
@@ -97,6 +99,11 @@ class Write:
     known: Dict[str, Any] = field(default_factory=dict)
     unknown: FrozenSet[str] = frozenset()
     event: Optional[str] = None
+    spec: ModelSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]  # see below
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            object.__setattr__(self, "spec", spec_of(self.model))
 
 
 def save_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True
@@ -108,17 +115,19 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
     :raises InvalidArgumentError: ``condition`` is not a PynamoDB condition, or a counted child's key is incomplete.
     """
     model = type(instance)
+    spec = spec_of(model)
     check_condition(condition)
     skipped = counting_skipped(model)
     if not skipped:
-        check_counters_unchanged(instance)
-    if skipped or not (relations_of(model) or counters_of(model)):
-        return Write(WriteKind.PUT, model, key_of(instance), instance, condition)
-    if not relations_of(model):  # a parent that is not a counted child: every attribute, never its counters
+        check_counters_unchanged(instance, spec.counters)
+    if skipped or not spec.counted:
+        return Write(WriteKind.PUT, model, key_of(instance), instance, condition, spec=spec)
+    if not spec.relations:  # a parent that is not a counted child: every attribute, never its counters
         return Write(WriteKind.PARENT_SAVE, model, key_of(instance), instance, condition,
-                     tuple(parent_save_actions(instance)), with_shards=True)
+                     tuple(parent_save_actions(instance)), with_shards=True, spec=spec)
     check_child_key(instance)
-    return Write(WriteKind.SAVE, model, key_of(instance), instance, condition, (), add_version_condition, True)
+    return Write(WriteKind.SAVE, model, key_of(instance), instance, condition, (), add_version_condition, True,
+                 spec=spec)
 
 
 def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True
@@ -129,14 +138,15 @@ def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_
     :raises InvalidArgumentError: ``condition`` is not a PynamoDB condition, or a counted child's key is incomplete.
     """
     model = type(instance)
+    spec = spec_of(model)
     check_condition(condition)
     skipped = counting_skipped(model)
-    if relations_of(model) and not skipped:
+    if spec.relations and not skipped:
         check_child_key(instance)
         return Write(WriteKind.DELETE, model, key_of(instance), instance, condition, (), add_version_condition,
-                     True)
+                     True, spec=spec)
     return Write(WriteKind.OTHER_DELETE, model, key_of(instance), instance, condition, (), add_version_condition,
-                 not skipped)
+                 not skipped, spec=spec)
 
 
 def update_write(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
@@ -152,18 +162,19 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
     if not actions:
         raise InvalidArgumentError("update() needs a non-empty list of actions")
     model = type(instance)
+    spec = spec_of(model)
     check_condition(condition)
     touched = guard_update(instance, actions, counted=True)
-    if relations_of(model) and not counting_skipped(model):
+    if spec.relations and not counting_skipped(model):
         check_child_key(instance)
     if not touched:
         return Write(WriteKind.OTHER_UPDATE, model, key_of(instance), instance, condition, tuple(actions),
-                     add_version_condition)
+                     add_version_condition, spec=spec)
     known, unknown = known_values(model, actions)
     for name in sorted(unknown & touched):  # refused before any read
         raise bypass_of(model, name)
     return Write(WriteKind.UPDATE, model, key_of(instance), instance, condition, tuple(actions),
-                 add_version_condition, known=known, unknown=unknown)
+                 add_version_condition, known=known, unknown=unknown, spec=spec)
 
 
 def check_write(model: Type[Model], key: Tuple[Any, ...], condition: Condition) -> Write:
@@ -185,7 +196,7 @@ def parent_save_actions(instance: Model) -> List[Action]:
     """
     instance.serialize(null_check=True)  # the same null checks as PynamoDB's save()
     model = type(instance)
-    counters = counters_of(model)
+    counters = spec_of(model).counters
     skip = {model._hash_keyname, model._range_keyname, model._version_attribute_name}
     actions: List[Action] = []
     for name, attribute in model.get_attributes().items():
@@ -238,13 +249,16 @@ def check_token(token: Optional[str]) -> str:
     return token
 
 
-def check_counters_unchanged(instance: Any) -> None:
+def check_counters_unchanged(instance: Any, counters: Optional[Dict[str, Any]] = None) -> None:
     """Refuse to save an instance whose counters were set by hand.
 
+    :param counters: its model's counters (:attr:`ModelSpec.counters <pynamodb_counters._spec.ModelSpec>`), when
+      already looked up.
     :raises CountingBypassError: a counter differs from the value the instance was loaded with (or last written
       with), or from ``0`` on a new instance.
     """
-    counters = counters_of(type(instance))
+    if counters is None:
+        counters = spec_of(type(instance)).counters
     if not counters:
         return
     item = remembered(instance) or {}  # what it was loaded as (or last written as); nothing for a new instance
@@ -272,10 +286,11 @@ def guard_update(instance: Model, actions: Sequence[Action], *, counted: bool = 
     if counting_skipped(model):
         return frozenset()
     attributes = model.get_attributes()
+    spec = spec_of(model)
     protected: Dict[str, str] = {attributes[name].attr_name: f"{model.__name__}.{name} is a counter"
-                                 for name in counters_of(model)}
+                                 for name in spec.counters}
     decides: Dict[str, str] = {}
-    relations = relations_of(model)
+    relations = spec.relations
     if relations:
         for name in filter(None, (model._hash_keyname, model._range_keyname)):
             protected[attributes[name].attr_name] = f"{model.__name__}.{name} is part of a counted child's key"
@@ -338,7 +353,7 @@ def refuse_options(instance: Any, write: str, **options: Any) -> None:
         return
     model = type(instance)
     what = (f"{model.__name__}.{write}() changes nothing its counters count by, so it is PynamoDB's own UpdateItem"
-            if relations_of(model) else
+            if spec_of(model).relations else
             f"{model.__name__} is a parent, so its {write}() is PynamoDB's own write (counters kept as stored)")
     raise InvalidArgumentError(f"{what}: {', '.join(f'{name}=' for name in given)} apply to counted writes of "
                                f"children (save, delete, and updates of what they count by); leave them out. "

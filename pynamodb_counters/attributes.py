@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Un
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from ._base import MAX_SHARDS, require_mixin
+from ._base import MAX_SHARDS, forget_specs, require_mixin
 from ._compat import key_of
 from .exceptions import ConfigurationError, CorruptCounterError
 
@@ -18,6 +18,10 @@ __all__ = ["CounterField"]
 
 
 _C = TypeVar("_C", bound="CounterField")
+
+_REDECLARING = frozenset(("shards", "_limit"))
+"""The attributes of a :class:`CounterField` whose change at run time changes what its model's spec holds."""
+
 
 class CounterField(Attribute[int]):
     """A number attribute that pynamodb-counters keeps equal to the number of a parent's children.
@@ -75,6 +79,15 @@ class CounterField(Attribute[int]):
         self._limit = limit
         self._limit_attribute: Optional[Attribute[Any]] = None
         self._feeders: List[Any] = []  # the relations declared so far that count into it, in declaration order
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set an attribute; a counter redeclared at run time (its ``shards`` or its limit changed, as a test
+        simulating a deploy does) drops its model's spec, and what was derived from it, to be built again."""
+        super().__setattr__(name, value)
+        if name in _REDECLARING and self.__dict__.get("model") is not None:
+            if name == "_limit":
+                super().__setattr__("_limit_attribute", None)
+            forget_specs(self.__dict__["model"])
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         super().__set_name__(owner, name)

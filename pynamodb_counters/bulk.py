@@ -35,10 +35,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.models import Model
 
-from ._actions import Action, ChildAction, ChildEdit, RollupCheck
+from ._actions import Action, ChildAction, ChildEdit
 from ._chunks import Entry, plan_chunks
 from ._commit import Refused, Work, commit, policy_for
 from ._deltas import Counting, names_parents
+from ._other_actions import RollupCheck
 from ._plan import MAX_ACTIONS
 from ._reads import stored_child
 from ._refusals import most_fundamental

@@ -22,7 +22,7 @@ from ._results import WriteResult
 from ._send import RetryPolicy
 from ._shard_items import create_shards
 from ._shards import is_shard_item, not_a_shard, shard_item_message
-from ._spec import counters_of, relations_of, shard_count
+from ._spec import spec_of
 from ._stored import remember, stored_of
 from ._writes import (
     UNSET,
@@ -101,7 +101,7 @@ class CounterMixin(CountedBase):
         (use ``Meta.extra_headers``).
         """
         model = type(self)
-        if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
+        if not spec_of(model).counted:  # invisible: PynamoDB refuses our options itself
             return super().save(condition, *args,  # type: ignore[misc]
                                 **given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
         if counting_skipped(model):
@@ -124,14 +124,15 @@ class CounterMixin(CountedBase):
           recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
         """
         model = type(self)
-        if not (relations_of(model) or counters_of(model)):  # invisible: PynamoDB refuses our options itself
+        spec = spec_of(model)
+        if not spec.counted:  # invisible: PynamoDB refuses our options itself
             return super().delete(condition, *args,  # type: ignore[misc]
                                   **given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token))
         if counting_skipped(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
-        if not relations_of(model):
+        if not spec.relations:
             refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
-        if not relations_of(model) and shard_count(model) == 1:
+        if not spec.relations and spec.shards == 1:
             return self._delete_parent(condition, args, kwargs)
         write = delete_write(self, condition, **counted_options(args, kwargs))  # type: ignore[arg-type]
         return _commit_one(write, retry, token, MissingChildError if value(ignore_missing) else None)
@@ -152,9 +153,11 @@ class CounterMixin(CountedBase):
           written.
         """
         model = type(self)
-        counted = (relations_of(model) or counters_of(model)) and not counting_skipped(model)
+        spec = spec_of(model)
+        skipped = counting_skipped(model)
+        counted = spec.counted and not skipped
         retry, token = (kwargs.pop("retry", UNSET), kwargs.pop("token", UNSET)) if counted else (UNSET, UNSET)
-        if not isinstance(actions, list) or not relations_of(model) or counting_skipped(model):
+        if not isinstance(actions, list) or not spec.relations or skipped:
             if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
                 guard_update(self, actions)  # type: ignore[arg-type]
                 refuse_options(self, "update", retry=retry, token=token)
@@ -207,7 +210,7 @@ class CounterMixin(CountedBase):
         :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
         """
         model = type(self)
-        if (relations_of(model) or counters_of(model)) and not counting_skipped(model):
+        if spec_of(model).counted and not counting_skipped(model):
             raise _bypass(self, "save", "a Put of a counted child would not count it, and a Put of a parent "
                                         "would overwrite its counters")
         return super().get_save_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
@@ -220,7 +223,8 @@ class CounterMixin(CountedBase):
         :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
         """
         model: Any = type(self)
-        if (relations_of(model) or shard_count(model) > 1) and not counting_skipped(model):
+        spec = spec_of(model)
+        if (spec.relations or spec.shards > 1) and not counting_skipped(model):
             raise _bypass(self, "delete", "a Delete of a counted child would not uncount it, and a Delete of a "
                                           "sharded parent would leave its shard items behind")
         return super().get_delete_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
@@ -239,7 +243,7 @@ class CounterMixin(CountedBase):
                                           f"pynamodb_counters.CountedTransaction, not PynamoDB's TransactWrite") \
                     from None
             model = type(self)
-            if relations_of(model) and not counting_skipped(model):  # never creates a child it would not count
+            if spec_of(model).relations and not counting_skipped(model):  # never creates a child it would not count
                 exists = key_attributes(model)[0].exists()  # type: ignore[arg-type]
                 given = kwargs.pop("condition", args[0] if args else None)
                 kwargs["condition"] = exists if given is None else exists & given
@@ -275,7 +279,7 @@ class CounterMixin(CountedBase):
         except UpdateError as error:
             self._refuse_over_a_shard(error)
             raise
-        if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < shard_count(model):
+        if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < spec_of(model).shards:
             create_shards(model, [self], saved=True)  # type: ignore[arg-type]
         return data
 
@@ -304,7 +308,7 @@ class CounterMixin(CountedBase):
         hand."""
         instance = super().from_raw_data(data)  # type: ignore[misc]
         model = type(instance)
-        if relations_of(model) or counters_of(model):
+        if spec_of(model).counted:
             remember(instance, data)
         return instance
 
@@ -313,7 +317,7 @@ class CounterMixin(CountedBase):
         model's instance also remembers it, as :meth:`from_raw_data` does."""
         super().deserialize(attribute_values)  # type: ignore[misc]
         model = type(self)
-        if relations_of(model) or counters_of(model):
+        if spec_of(model).counted:
             remember(self, attribute_values)
 
     @classmethod
@@ -341,7 +345,7 @@ class CounterMixin(CountedBase):
 
         :raises CountingBypassError: on a model with counters or counted relations.
         """
-        if (relations_of(cls) or counters_of(cls)) and not counting_skipped(cls):
+        if spec_of(cls).counted and not counting_skipped(cls):
             raise CountingBypassError(
                 f"{cls.__name__}.batch_write() would bypass counting: BatchWriteItem cannot guard children or "
                 f"update counters. Save children one by one (or in a CountedTransaction of up to 100 actions), or "

@@ -16,34 +16,16 @@ and never counts before.
 """
 from __future__ import annotations
 
-import functools
 import threading
-import types
 import weakref
-from types import CodeType
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    FrozenSet,
-    Iterable,
-    Iterator,
-    List,
-    Optional,
-    Set,
-    Tuple,
-    Type,
-    overload,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, overload
 
-from pynamodb.attributes import Attribute, DiscriminatorAttribute
-
-from ._base import counted_classes, feed_entry, forget_specs, note_declared, require_mixin, same_class
-from ._compat import ParentKey, holds, normalize_key
-from ._expiry_rules import check_expiries
+from ._base import feed_entry, forget_specs, note_declared
+from ._compat import ParentKey
+from ._recorder import Recorder, seen_by
+from ._relation_rules import check_declaration, check_options, check_parent_defaults
 from ._results import CounterChange
-from ._shards import check_shardable, choose_shard
+from ._shards import choose_shard
 from .attributes import CounterField
 from .exceptions import ChildValueError, ConfigurationError, ParentKeyError
 
@@ -53,16 +35,15 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Relation", "counted_by"]
 
 KeyFunction = Callable[[Any], Any]
-MAX_FEEDER = 100
-"""The longest ``feeder=`` name: it is stored on every parent the relation feeds."""
 ChildCounter = Callable[[ParentKey], int]
 
-# Relations made by counted_by() that no class has registered yet: in a class body until its __set_name__, or
-# assigned after one until first use. Held weakly: one that is dropped was never declared.
-# The relations made and not registered yet (held weakly): a plain set of weak references, so that the check made on
-# every write while it is empty (``undeclared_in``) is a C-level truth test
-_unnamed: Set[weakref.ReferenceType[Relation]] = set()
-_registering = threading.RLock()  # one registration at a time, so that two threads registering one relation agree
+UNREGISTERED: Set[weakref.ReferenceType[Relation]] = set()
+"""The relations made by :func:`counted_by` that no class has registered yet: in a class body until its
+``__set_name__``, or assigned after one until first use. Held weakly (one that is dropped was never declared), in
+a plain set, so that the check made on every write while it is empty is a C-level truth test. Mutated, never
+rebound."""
+REGISTERING = threading.RLock()
+"""Held by one registration at a time, so that two threads registering one relation agree."""
 
 
 class Relation:
@@ -73,8 +54,24 @@ class Relation:
     :meth:`amount` are where conditional and sum counters plug in.
     """
 
-    __slots__ = ("_counter", "_key", "_reads", "_prefix", "_children", "_child_model", "_name", "_feed", "_when",
-                 "_amount", "_create_parent", "_parent_defaults", "_feeder", "_expiries", "__weakref__")
+    __slots__ = {
+        "counter": "The parent's counter attribute.",
+        "reads": "The child attributes declared with ``reads=``.",
+        "prefix": "The sort key prefix of the children in their parent's partition (``\"LIKE#\"``), for audits.",
+        "children": "The caller's function counting one parent's children, for layouts a prefix cannot describe.",
+        "feeder": "The stable name given as ``counted_by(..., feeder=...)``, or ``None``.",
+        "create_parent": "Whether the parent is created by its first count (a rollup: daily likes, hourly signups).",
+        "expiries": "How the expiries of a child with a ``TTLAttribute`` are counted: ``\"stream\"``, "
+                    "``\"ignored\"``, or ``None`` for a child that never expires.",
+        "declared_on": "The model class that registered the relation, ``None`` before (:attr:`child_model` raises "
+                       "then).",
+        "functions": "The functions given to :func:`counted_by`: its key, ``when=`` and ``amount=`` (``None`` where "
+                     "not given).",
+        "conditional": "Whether a child counts only while ``when=`` holds, or adds ``amount=`` rather than one: an "
+                       "audit must then read the children, not only count them.",
+        "_key": None, "_name": None, "_feed": None, "_when": None, "_amount": None, "_parent_defaults": None,
+        "__weakref__": None,
+    }
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
                  prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
@@ -82,63 +79,27 @@ class Relation:
                  create_parent: bool = False,
                  parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
                  feeder: Optional[str] = None, expiries: Optional[str] = None) -> None:
-        if not isinstance(counter, CounterField):
-            raise ConfigurationError(
-                f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
-            )
-        if not callable(key):
-            raise ConfigurationError(f"counted_by(key=...) must be a callable mapping a child to its parent's key; "
-                                     f"got {key!r}")
-        if isinstance(reads, str):
-            raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
-        if prefix is not None and (not isinstance(prefix, str) or not prefix):
-            raise ConfigurationError(f"counted_by(prefix=...) is a non-empty sort key prefix such as 'LIKE#', "
-                                     f"not {prefix!r}: it says the children are the items of their parent's "
-                                     f"partition whose sort keys start with it. Children stored elsewhere are "
-                                     f"counted for audits with children=... (a function of the parent's key)")
-        if children is not None and not callable(children):
-            raise ConfigurationError(f"counted_by(children=...) must be a callable counting a parent's children, "
-                                     f"not {children!r}")
-        if prefix is not None and children is not None:
-            raise ConfigurationError("counted_by() takes prefix= or children=, not both")
-        if when is not None and not callable(when):
-            raise ConfigurationError(f"counted_by(when=...) must be a callable saying whether a child counts, such "
-                                     f"as lambda comment: comment.status == 'published'; got {when!r}")
-        if amount is not None and not callable(amount):
-            raise ConfigurationError(f"counted_by(amount=...) must be a callable giving the whole number a child "
-                                     f"adds, such as lambda comment: comment.words; got {amount!r}")
-        if counter.shards > 1 and counter.model is not None:  # else a counter of the body being run: at __set_name__
-            check_shardable(counter.model, counter)
-        self._counter = counter
+        check_options(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults,
+                      feeder)
+        self.counter = counter
         self._key = key
-        self._reads = frozenset(reads)
-        self._prefix = prefix
-        self._children = children
-        self._child_model: Optional[Type[Model]] = None
+        self.reads = frozenset(reads)
+        self.prefix = prefix
+        self.children = children
+        self.declared_on: Optional[Type[Model]] = None
         self._name: Optional[str] = None
         self._feed: Optional[Tuple[Tuple[str, str], str]] = None  # (parent and child tables, entry) once read
-        if feeder is not None and not (isinstance(feeder, str) and feeder.strip() == feeder
-                                       and 0 < len(feeder) <= MAX_FEEDER):
-            raise ConfigurationError(f"counted_by(feeder=...) is a short stable name for the relation in its "
-                                     f"parents' feeder records, such as 'reactions' (1 to {MAX_FEEDER} characters, "
-                                     f"no surrounding spaces), not {feeder!r}")
-        self._feeder = feeder
-        if not isinstance(create_parent, bool):
-            raise ConfigurationError(f"counted_by(create_parent=...) is True or False, not {create_parent!r}")
-        if parent_defaults is not None and not (create_parent and callable(parent_defaults)):
-            raise ConfigurationError("counted_by(parent_defaults=...) is a function of the child giving the "
-                                     "attributes a parent created by its first count starts with; it needs "
-                                     "create_parent=True")
-        if create_parent and counter.shards > 1:
-            raise ConfigurationError(f"counted_by({counter!r}, create_parent=True): a parent created by its first "
-                                     f"count cannot have a sharded counter (its shard items would not exist)")
+        self.feeder = feeder
         self._when = when
         self._amount = amount
-        self._create_parent = create_parent
+        self.create_parent = create_parent
         self._parent_defaults = parent_defaults
-        self._expiries = expiries
-        with _registering:
-            _unnamed.add(weakref.ref(self, _unnamed.discard))
+        self.expiries = expiries
+        self.functions: Tuple[KeyFunction, Optional[Callable[[Any], bool]], Optional[Callable[[Any], int]]] = \
+            (key, when, amount)
+        self.conditional = when is not None or amount is not None
+        with REGISTERING:
+            UNREGISTERED.add(weakref.ref(self, UNREGISTERED.discard))
 
     def __set_name__(self, owner: Type[Any], name: str) -> None:
         """Register the relation as ``owner.name``, from ``owner``'s class body.
@@ -146,104 +107,31 @@ class Relation:
         :raises ConfigurationError: the declaration cannot work or would miscount; then none of ``owner``'s
           relations is registered.
         """
-        self._register(owner, name, in_body=True)
+        self.register(owner, name, in_body=True)
 
-    def _register(self, owner: Type[Any], name: str, in_body: bool) -> None:
+    def register(self, owner: Type[Any], name: str, in_body: bool = False) -> None:
         """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
-        assigned after it. Any spec built before for ``owner`` or its subclasses is dropped.
+        assigned after it (see ``_spec``). Any spec built before for ``owner`` or its subclasses is dropped.
 
         :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
           class body, none of the class's relations (the class is not made).
         """
-        with _registering:
-            if self._child_model is owner and self._name == name:  # another thread registered it meanwhile
+        with REGISTERING:
+            if self.declared_on is owner and self._name == name:  # another thread registered it meanwhile
                 return
             try:
-                self._check(owner, name)
+                check_declaration(self, owner, name)
             except ConfigurationError:
                 if in_body:
                     _withdraw(owner)
                 raise
-            self._child_model = owner
+            self.declared_on = owner
             self._name = name
-            self._counter._feeders.append(self)
+            self.counter._feeders.append(self)
             note_declared()
-            _unnamed.discard(weakref.ref(self))
+            UNREGISTERED.discard(weakref.ref(self))
         if not in_body:
             forget_specs(owner)
-
-    def _check(self, owner: Type[Any], name: str) -> None:
-        """Refuse to declare the relation as ``owner.name`` where it would miscount. PynamoDB may not have processed
-        ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
-
-        :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, the counter is on
-          no model, a sharded counter of ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with
-          no range key, another relation of ``owner`` already counts it the same way in the same counter, or
-          another child model's items are under an overlapping prefix of the same table with nothing to tell
-          them apart.
-        """
-        where = f"{owner.__name__}.{name} = counted_by(...)"
-        if self._child_model is not None:
-            raise ConfigurationError(f"one relation cannot be declared twice ({self} and {owner.__name__}.{name})")
-        require_mixin(owner, where)
-        counter = self._counter
-        if counter.model is None:
-            raise ConfigurationError(f"{where}: its CounterField is not declared on a model class. Declare the "
-                                     f"counter on the parent model first; a model counting its own kind declares it "
-                                     f"in its class body, before the relation")
-        attributes = _declared_attributes(owner)
-        if counter.shards > 1 and counter.model is owner:
-            check_shardable(owner, counter, next((a for a in attributes.values() if a.is_hash_key), None))
-        if self._prefix is not None and not any(attribute.is_range_key for attribute in attributes.values()):
-            raise ConfigurationError(
-                f"{owner.__name__}.{name} = counted_by(..., prefix={self._prefix!r}): prefix= says the children are "
-                f"the items of their parent's partition whose sort keys start with it, but {owner.__name__} has no "
-                f"range key (sort key). Give it one (an attribute with range_key=True), or count its children "
-                f"for audits with children=... instead")
-        check_expiries(owner, where, self._expiries)
-        self._check_twins(owner, name)
-        if self._prefix is not None:
-            self._check_neighbours(owner, name, attributes)
-
-    def _check_twins(self, owner: Type[Any], name: str) -> None:
-        """Refuse a second relation of ``owner`` (its own or inherited) counting each child in the same counter
-        the same way (the same key, ``when=`` and ``amount=``): every write would count the child twice."""
-        counter = self._counter
-        for klass in owner.__mro__:
-            for other in vars(klass).values():
-                if isinstance(other, Relation) and other is not self and other._child_model is klass \
-                        and other._counter is counter and _same_function(self._key, other._key) \
-                        and _same_function(self._when, other._when) and _same_function(self._amount, other._amount):
-                    raise ConfigurationError(
-                        f"{owner.__name__}.{name} and {klass.__name__}.{other.name} both count each "
-                        f"{owner.__name__} in {self.parent_model.__name__}.{self.attribute} with the same key, when= "
-                        f"and amount=: every save would add 2 for one child. Remove one of them. Two relations to "
-                        f"one counter are for two parents of one child, each named by its own key (a transfer "
-                        f"counted on its sender's and its recipient's transfer_count: key=lambda t: t.sender and "
-                        f"key=lambda t: t.recipient)")
-
-    def _check_neighbours(self, owner: Type[Any], name: str, attributes: Dict[str, Attribute[Any]]) -> None:
-        """Refuse ``prefix=`` where another child model's relation already counts the items of the same table under
-        an overlapping prefix, in the partitions of the same parents, and nothing (one discriminator) tells the
-        two models' items apart: an audit of either counter would count both."""
-        prefix, table = self._prefix, _table_of(owner)
-        assert prefix is not None
-        discriminator = _discriminator_of(attributes)
-        for other in _registered_in(table):
-            model, other_prefix = other.child_model, other._prefix
-            if other_prefix is None or not (prefix.startswith(other_prefix) or other_prefix.startswith(prefix)) \
-                    or model is owner or same_class(model, owner) \
-                    or not _same_partitions(self.parent_model, other.parent_model):
-                continue
-            if discriminator is not None and discriminator is _discriminator_of(_declared_attributes(model)):
-                continue
-            raise ConfigurationError(
-                f"{owner.__name__}.{name} = counted_by(..., prefix={prefix!r}): {model.__name__}.{other.name} = "
-                f"counted_by(..., prefix={other_prefix!r}) already counts {model.__name__} items of table {table} "
-                f"in the partitions of the same parents, and nothing tells a {owner.__name__} item from a "
-                f"{model.__name__} item: an audit of either counter would count both. Give them distinct prefixes, "
-                f"neither starting with the other (such as 'LIKE#' and 'REACTION#'), put one DiscriminatorAttribute "
-                f"on a common base of both models, or count them for audits with children=... instead of prefix=")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -257,7 +145,7 @@ class Relation:
     def __get__(self, instance: Any, owner: Any) -> ParentKey: ...
 
     def __get__(self, instance: Any, owner: Any) -> Any:
-        if self._child_model is None and owner is not None:  # assigned after the class body: register it now
+        if self.declared_on is None and owner is not None:  # assigned after the class body: register it now
             self._register_found(owner)
         if instance is None:
             return self
@@ -268,45 +156,29 @@ class Relation:
         for klass in owner.__mro__:
             for name, value in list(vars(klass).items()):
                 if value is self:
-                    self._register(klass, name, in_body=False)
+                    self.register(klass, name)
                     return
 
     # -- the declaration -------------------------------------------------------------------------------------
     @property
-    def counter(self) -> CounterField:
-        """The parent's counter attribute."""
-        return self._counter
-
-    @property
     def parent_model(self) -> Type[Model]:
         """The model that declares :attr:`counter`."""
-        model: Optional[Type[Model]] = self._counter.model
+        model: Optional[Type[Model]] = self.counter.model
         assert model is not None
         return model
 
     @property
     def attribute(self) -> str:
         """The counter's Python attribute name on :attr:`parent_model`."""
-        assert self._counter.name is not None
-        return self._counter.name
+        assert self.counter.name is not None
+        return self.counter.name
 
     @property
     def child_model(self) -> Type[Model]:
         """The model that declares this relation."""
-        if self._child_model is None:
+        if self.declared_on is None:
             raise ConfigurationError("this relation is not declared on a model class")
-        return self._child_model
-
-    @property
-    def expiries(self) -> Optional[str]:
-        """How the expiries of a child with a ``TTLAttribute`` are counted: ``"stream"``, ``"ignored"``, or ``None``
-        for a child that never expires."""
-        return self._expiries
-
-    @property
-    def reads(self) -> FrozenSet[str]:
-        """The child attributes declared with ``reads=``."""
-        return self._reads
+        return self.declared_on
 
     @property
     def feed(self) -> str:
@@ -321,34 +193,14 @@ class Relation:
         return held[1]
 
     @property
-    def feeder(self) -> Optional[str]:
-        """The stable name given as ``counted_by(..., feeder=...)``, or ``None``."""
-        return self._feeder
-
-    @property
-    def prefix(self) -> Optional[str]:
-        """The sort key prefix of the children in their parent's partition (``"LIKE#"``), for audits."""
-        return self._prefix
-
-    @property
-    def children(self) -> Optional[ChildCounter]:
-        """The caller's function counting one parent's children, for layouts a prefix cannot describe."""
-        return self._children
-
-    @property
     def name(self) -> str:
         """The relation's attribute name on the child model."""
         return self._name or "?"
 
     def __repr__(self) -> str:
-        child = self._child_model.__name__ if self._child_model is not None else "?"
-        parent = self._counter.model.__name__ if self._counter.model is not None else "?"
-        return f"<Relation {child}.{self.name} -> {parent}.{self._counter.name or '?'}>"
-
-    @property
-    def create_parent(self) -> bool:
-        """Whether the parent is created by its first count (a rollup: daily likes, hourly signups)."""
-        return self._create_parent
+        child = self.declared_on.__name__ if self.declared_on is not None else "?"
+        parent = self.counter.model.__name__ if self.counter.model is not None else "?"
+        return f"<Relation {child}.{self.name} -> {parent}.{self.counter.name or '?'}>"
 
     def parent_defaults(self, child: Model) -> Dict[str, Any]:
         """The attributes, by Python name, that a parent created by ``child``'s count starts with (set only where
@@ -359,31 +211,9 @@ class Relation:
         """
         if self._parent_defaults is None:
             return {}
-        defaults = self._call("parent_defaults", self._parent_defaults, child)
-        model = self.parent_model
-        attributes = model.get_attributes()
-        if not isinstance(defaults, dict) or not all(name in attributes and not isinstance(attributes[name],
-                                                                                              CounterField)
-                                                     for name in defaults):
-            raise ChildValueError(f"{self}: parent_defaults= returned {defaults!r}; it must return a dict of "
-                                  f"{model.__name__}'s attributes (not its counters) by name. Nothing "
-                                  f"was written")
-        for name, value in defaults.items():
-            if name in (model._hash_keyname, model._range_keyname):
-                raise ChildValueError(f"{self}: parent_defaults= names {model.__name__}.{name}, part of its key: "
-                                      f"the key comes from key=, the defaults from the other attributes. Nothing "
-                                      f"was written")
-            if value is not None and not holds(attributes[name], value):
-                raise ChildValueError(f"{self}: parent_defaults= gave {name}={value!r}, which "
-                                      f"{model.__name__}.{name} ({type(attributes[name]).__name__}) cannot hold. "
-                                      f"Nothing was written")
+        defaults: Dict[str, Any] = self._call("parent_defaults", self._parent_defaults, child)
+        check_parent_defaults(self, defaults)
         return defaults
-
-    @property
-    def conditional(self) -> bool:
-        """Whether a child counts only while ``when=`` holds, or adds ``amount=`` rather than one: an audit must
-        then read the children, not only count them."""
-        return self._when is not None or self._amount is not None
 
     # -- per child -------------------------------------------------------------------------------------------
     def applies(self, child: Model) -> bool:
@@ -443,7 +273,7 @@ class Relation:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
         if not self.applies(child):
             return []
-        counter = self._counter
+        counter = self.counter
         shards = counter.shards
         return [CounterChange(counter.model, self.parent_key(child), counter.name,  # type: ignore[arg-type]
                               sign * self.amount(child), choose_shard(child, shards) if shards > 1 else 0)]
@@ -452,7 +282,7 @@ class Relation:
         """The child's attributes that decide what it adds to which parent: the declared ``reads`` plus those the
         key, ``when=`` and ``amount=`` functions touch on ``child`` (detected by running them on a recording
         proxy)."""
-        recorder = _Recorder(child)
+        recorder = Recorder(child)
         for function in (self._key, self._when, self._amount):
             if function is None:
                 continue
@@ -461,7 +291,7 @@ class Relation:
             except Exception:  # detection is best effort; parent_key() and the rest report the real failure
                 pass
         attributes = child.get_attributes()
-        return self._reads | frozenset(name for name in seen_by(recorder) if name in attributes)
+        return self.reads | frozenset(name for name in seen_by(recorder) if name in attributes)
 
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
@@ -517,144 +347,34 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
                     expiries)
 
 
-def declare_found(klass: type) -> None:
-    """Register each relation that ``klass``'s own namespace holds but no class body declared (one assigned after
-    the body).
+def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
+    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
+    source in errors (formatted only then).
 
-    :raises ConfigurationError: one cannot be registered, or one relation is held under a second name.
+    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
     """
-    for name, value in list(vars(klass).items()):
-        if not isinstance(value, Relation):
-            continue
-        if value._child_model is None:
-            value._register(klass, name, in_body=False)
-        elif value._child_model is not klass or value._name != name:
-            raise ConfigurationError(f"one relation cannot be declared twice ({value} and {klass.__name__}.{name})")
-
-
-def undeclared_in(model: type) -> bool:
-    """Whether ``model`` or a base of it holds a relation assigned after its class body and not registered yet
-    (looked for only while some relation is unregistered)."""
-    if not _unnamed:
-        return False
-    return any(isinstance(value, Relation) and weakref.ref(value) in _unnamed for klass in model.__mro__
-               for value in vars(klass).values())
-
-
-def declare_feeders(counter: CounterField) -> None:
-    """Register each relation feeding ``counter`` that was assigned after a class body and is not registered yet.
-
-    :raises ConfigurationError: one cannot be registered.
-    """
-    if not _unnamed:
-        return
-    with _registering:
-        pending = [relation for relation in (ref() for ref in list(_unnamed))
-                   if relation is not None and relation._counter is counter]
-    for relation in pending:
-        for klass in counted_classes():
-            if _made(klass):
-                for name, value in list(vars(klass).items()):
-                    if value is relation:
-                        relation._register(klass, name, in_body=False)
+    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(key) == (2 if model._range_keyname else 1) and None not in key:  # type: ignore[attr-defined]
+        return key  # the usual case, checked without building names for an error
+    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
+    if len(key) != len(names):
+        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
+        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
+    for name, value in zip(names, key):
+        if value is None:
+            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
+                                 f"attributes the key needs?")
+    return key
 
 
 def _withdraw(owner: type) -> None:
     """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
     for value in vars(owner).values():
         if isinstance(value, Relation):
-            _unnamed.discard(weakref.ref(value))
-            if value._child_model is owner:
-                feeders = value._counter._feeders
+            UNREGISTERED.discard(weakref.ref(value))
+            if value.declared_on is owner:
+                feeders = value.counter._feeders
                 feeders[:] = [feeder for feeder in feeders if feeder is not value]
-
-
-def _registered_in(table: Optional[str]) -> Iterator[Relation]:
-    """Every relation registered on a model of ``table``."""
-    for klass in counted_classes():
-        if _table_of(klass) == table and _made(klass):
-            for value in vars(klass).values():
-                if isinstance(value, Relation) and value._child_model is klass:
-                    yield value
-
-
-def _made(klass: type) -> bool:
-    """Whether PynamoDB's metaclass has processed ``klass``: not a class whose body was refused, or is being run."""
-    return "_attributes" in vars(klass)
-
-
-def _declared_attributes(model: type) -> Dict[str, Attribute[Any]]:
-    """``model``'s attributes by Python name, read from its namespace and its bases' (PynamoDB has not processed
-    a class whose body is being run)."""
-    found: Dict[str, Attribute[Any]] = {}
-    for klass in reversed(model.__mro__):
-        found.update((name, value) for name, value in vars(klass).items() if isinstance(value, Attribute))
-    return found
-
-
-def _discriminator_of(attributes: Dict[str, Attribute[Any]]) -> Optional[Attribute[Any]]:
-    return next((value for value in attributes.values() if isinstance(value, DiscriminatorAttribute)), None)
-
-
-def _table_of(model: type) -> Optional[str]:
-    return getattr(getattr(model, "Meta", None), "table_name", None)
-
-
-def _same_partitions(one: Any, other: Any) -> bool:
-    """Whether two parent models' items may share partitions: one model (or a subclass, or the same class defined
-    twice), or classes of one polymorphic table (a common discriminator)."""
-    if one is other or issubclass(one, other) or issubclass(other, one) or same_class(one, other):
-        return True
-    discriminator = _discriminator_of(_declared_attributes(one))
-    return discriminator is not None and discriminator is _discriminator_of(_declared_attributes(other))
-
-
-def _same_function(one: Optional[Callable[..., Any]], other: Optional[Callable[..., Any]]) -> bool:
-    """Whether two user functions (or ``None``) are one, or the same code over the same values (a lambda written
-    twice, a factory's function made twice with the same arguments)."""
-    if one is other:
-        return True
-    code, other_code = getattr(one, "__code__", None), getattr(other, "__code__", None)
-    if not isinstance(code, CodeType) or not isinstance(other_code, CodeType):
-        return False
-    return _code_shape(code) == _code_shape(other_code) \
-        and getattr(one, "__globals__", None) is getattr(other, "__globals__", None) \
-        and _same_values(_bound_values(one), _bound_values(other))
-
-
-def _code_shape(code: CodeType) -> Any:
-    """What a function's code does, without where it was written (lines, names of its arguments)."""
-    constants = tuple(_code_shape(value) if isinstance(value, CodeType) else (type(value), value)
-                      for value in code.co_consts)
-    return code.co_code, code.co_names, code.co_argcount, code.co_kwonlyargcount, constants
-
-
-_EMPTY = object()
-
-
-def _bound_values(function: Any) -> List[Any]:
-    """The values a function carries besides its code: its closure's cells and its defaults."""
-    cells = []
-    for cell in getattr(function, "__closure__", None) or ():
-        try:
-            cells.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            cells.append(_EMPTY)
-    defaults = getattr(function, "__defaults__", None) or ()
-    keywords = sorted((getattr(function, "__kwdefaults__", None) or {}).items())
-    return [*cells, *defaults, *keywords]
-
-
-def _same_values(one: List[Any], other: List[Any]) -> bool:
-    if len(one) != len(other):
-        return False
-    for value, other_value in zip(one, other):
-        try:
-            if value is not other_value and not bool(value == other_value):
-                return False
-        except Exception:  # a value without a plain equality (a PynamoDB attribute gives a condition): not the same
-            return False
-    return True
 
 
 def _describe(child: Any) -> str:
@@ -676,60 +396,3 @@ class _KeyFunctionOf:
         return f"{self.relation}: the key function"
 
 
-class _Recorder:
-    """Stands in for a child and records the names read from it, passing each read on to the child.
-
-    A read of a property, a ``functools.cached_property`` or a method of the child's own model classes runs it
-    on the recorder, so that the attributes it reads are recorded too. The recorder reaches its own state
-    through its slot descriptors, never by name: a child attribute of any name (``seen``, ``_target``...) is
-    recorded like any other."""
-
-    __slots__ = ("_recorder_target", "_recorder_seen")
-
-    def __init__(self, target: Any) -> None:
-        _TARGET.__set__(self, target)
-        _SEEN.__set__(self, set())
-
-    def __getattribute__(self, name: str) -> Any:
-        _SEEN.__get__(self).add(name)
-        target = _TARGET.__get__(self)
-        followed = _followed(type(target), name)
-        if followed is None:
-            return getattr(target, name)
-        if isinstance(followed, property):
-            return followed.fget(self)  # type: ignore[misc]
-        if isinstance(followed, functools.cached_property):
-            return followed.func(self)
-        return types.MethodType(followed, self)
-
-
-_TARGET = _Recorder.__dict__["_recorder_target"]
-_SEEN = _Recorder.__dict__["_recorder_seen"]
-_FOLLOWED: Dict[Tuple[type, str], Any] = {}
-
-
-def seen_by(recorder: _Recorder) -> Set[str]:
-    """The names read from ``recorder``."""
-    seen: Set[str] = _SEEN.__get__(recorder)
-    return seen
-
-
-def _followed(model: type, name: str) -> Any:
-    """What a recorder runs itself for a read of ``name`` on an instance of ``model``: a property (with a getter),
-    a cached property or a plain function, defined on one of the user's model classes (not on PynamoDB's or this
-    library's), whose own reads then reach the recorder; ``None`` for anything else."""
-    try:
-        return _FOLLOWED[(model, name)]
-    except KeyError:
-        pass
-    found = None
-    for klass in model.__mro__:
-        if name in klass.__dict__:
-            value = klass.__dict__[name]
-            own = klass.__module__.split(".")[0] not in ("pynamodb", "pynamodb_counters", "builtins")
-            if own and ((isinstance(value, property) and value.fget is not None) or
-                        isinstance(value, (functools.cached_property, types.FunctionType))):
-                found = value
-            break
-    _FOLLOWED[(model, name)] = found
-    return found

@@ -13,20 +13,24 @@ PACKAGE = Path(pynamodb_counters.__file__).parent
 LAYERS: Dict[str, int] = {
     # 0: foundations every layer may use
     "exceptions": 0, "signals": 0, "_results": 0, "_context": 0, "_costs": 0, "_compat": 0,
+    "_cancellations": 0,
     # 1: declarations
-    "_base": 1, "attributes": 1, "_shards": 1, "relations": 1, "_spec": 1, "_expiry_rules": 1,
+    "_base": 1, "attributes": 1, "_shards": 1, "_recorder": 1, "_relation_rules": 1, "relations": 1, "_spec": 1,
+    "_expiry_rules": 1,
     # 2: the write path, pure: a caller's write, what a child is stored as, its deltas, the actions of a plan
-    "_items": 2, "_stored": 2, "_writes": 2, "_deltas": 2, "_conditions": 2, "_actions": 2, "_plan": 2,
-    "_chunks": 2, "_audit_rules": 2, "_export_counts": 2, "_expiries": 2,
+    "_items": 2, "_stored": 2, "_writes": 2, "_deltas": 2, "_conditions": 2, "_actions": 2,
+    "_parent_update": 2, "_other_actions": 2, "_plan": 2,
+    "_chunks": 2, "_audit_rules": 2, "_export_counts": 2, "_export_conditions": 2, "_expiries": 2,
     # 3: I/O: sending, reading (the live table, and table exports), and what a refusal teaches (some recoveries
     # write); the engines a computation over an export's data files runs on
     "_send": 3, "_reads": 3, "_shard_items": 3, "_set_counter": 3, "_refusals": 3, "_recoveries": 3, "_commit": 3,
-    "_exports": 3, "_engines": 3,
+    "_exports": 3, "_export_sources": 3, "_engines": 3,
     # 4: operations
     "_reports": 4, "transactions": 4, "models": 4, "bulk": 4, "reconcile": 4, "resharding": 4, "feeders": 4,
-    "_export_audit": 4, "streams": 4,
+    "_export_audit": 4, "streams": 4, "_auditor": 4,
     # 5: entry points
     "__init__": 5, "cli": 5, "demo": 5, "pytest_plugin": 5, "__main__": 5, "testing": 5,
+    "_cli_output": 5, "_cli_targets": 5,  # the command's printing, and what its arguments name
 }
 PURE = {name for name, layer in LAYERS.items() if layer <= 2}
 

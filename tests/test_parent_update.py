@@ -8,7 +8,7 @@ from typing import Any, Iterator, List
 import pytest
 from pynamodb.models import Model
 
-from pynamodb_counters import _actions as _parent_update
+from pynamodb_counters import _parent_update
 from pynamodb_counters._commit import Work
 from pynamodb_counters._plan import Plan
 from pynamodb_counters._spec import spec_of
