@@ -18,7 +18,7 @@ from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
 from ._base import EDIT_ID, EDITED_BY, SHARD_COUNT, WRITE_ID, CountedBase
-from ._compat import ItemId, item_id, key_request, oversized_key, saved_version
+from ._compat import ItemId, item_id, key_request, saved_version
 from ._conditions import pending_fold, pending_fold_message
 from ._deltas import Counting, Deltas
 from ._items import count_of
@@ -30,7 +30,6 @@ from .exceptions import (
     ConditionFailedError,
     CounterError,
     DuplicateChildError,
-    InvalidArgumentError,
     MissingChildError,
     TransactionError,
 )
@@ -139,10 +138,6 @@ class ChildAction(Action):
 
     def __init__(self, index: int, write: Write, counting: Counting, where: Optional[ItemId] = None) -> None:
         super().__init__(write.model, write.key, where)
-        wrong = oversized_key(self.where[1:])
-        if wrong is not None:
-            raise InvalidArgumentError(f"{write.model.__name__} {str(write.key)[:80]}... cannot be stored by "
-                                       f"DynamoDB: {wrong}. Nothing was written")
         self.index = index
         self.write = write
         self.counting = counting
@@ -217,7 +212,7 @@ class ChildEdit(ChildAction):
                 return_values_on_condition_failure=ALL_OLD, add_version_condition=self.write.add_version_condition)
             return request
         condition = self.condition(basis, as_loaded(self.instance, self.write.spec), self.instance)
-        actions = [*parent_save_actions(self.instance), EDITED_BY.set(token)]
+        actions = [*parent_save_actions(self.instance, self.write.spec), EDITED_BY.set(token)]
         version = saved_version(self.instance, actions)  # as save() writes it: the local version plus one
         if version is not None and self.write.add_version_condition:
             condition &= version

@@ -16,9 +16,9 @@ from pynamodb.models import Model
 from ._compat import discriminator_of
 from .exceptions import ConfigurationError
 
-__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MAX_SHARDS", "SEQUENCE", "SHARD", "SHARD_COUNT",
-           "SPEC_HELD", "WRITE_ID", "CountedBase", "counted_classes", "declared", "feed_entry", "feeder_id",
-           "forget_specs", "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
+__all__ = ["DECLARED", "EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MAX_SHARDS", "SEQUENCE", "SHARD",
+           "SHARD_COUNT", "SPEC_HELD", "WRITE_ID", "CountedBase", "counted_classes", "declared", "feed_entry",
+           "feeder_id", "forget_specs", "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -64,18 +64,20 @@ class CountedBase:
     _pynamodb_counters_mixin = True
 
 
-_DECLARED = [0]  # relations declared so far in this process
+DECLARED = [0]
+"""How many relations have been declared in this process so far, as its one item (a list, read without a call
+on every parent Update): what is derived from every relation loaded (another model's feeds in a shared table) is
+held until it changes. Mutated by :func:`note_declared`, never rebound."""
 
 
 def declared() -> int:
-    """How many relations have been declared in this process so far: what is derived from every relation loaded
-    (another model's feeds in a shared table) is held until it changes."""
-    return _DECLARED[0]
+    """:data:`DECLARED`'s count."""
+    return DECLARED[0]
 
 
 def note_declared() -> None:
-    """Count one more relation declared (:func:`declared`)."""
-    _DECLARED[0] += 1
+    """Count one more relation declared (:data:`DECLARED`)."""
+    DECLARED[0] += 1
 
 
 def counted_classes() -> Iterator[Type[Any]]:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["KEY_LIMITS", "ItemId", "ParentKey", "as_returned", "discriminator_of", "holds", "item_id",
-           "key_attributes", "key_of", "key_request", "oversized_key", "saved_version",
+__all__ = ["ItemId", "ParentKey", "as_returned", "discriminator_of", "holds", "item_id",
+           "key_attributes", "key_of", "key_request", "saved_version",
            "serialize_key", "serialized_key_request", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
@@ -124,21 +124,6 @@ def _serialized(attribute: Attribute[Any], value: Any) -> Any:
     except (TypeError, ValueError):
         return None
     return out
-
-
-KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
-"""DynamoDB's limits on a key's values, in bytes, with their names."""
-
-
-def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
-    """What is wrong with a serialized key that DynamoDB would refuse as too long, or ``None``."""
-    for value, (limit, name) in zip(serialized, KEY_LIMITS):
-        if value is None or len(value) <= limit // 4:  # at most 4 bytes a character: short enough
-            continue
-        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
-        if size > limit:
-            return f"its {name} is {size} bytes; DynamoDB allows {limit} bytes"
-    return None
 
 
 def version_condition(instance: Model, actions: Optional[List[Action]] = None,

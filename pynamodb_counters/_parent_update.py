@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Set, Tupl
 from pynamodb.expressions.condition import Condition
 
 from ._actions import CHECK_FAILED, Action, Cancellation
-from ._base import FED_BY, SEQUENCE, SHARD, SHARD_COUNT, SPEC_HELD, counted_classes, declared
+from ._base import DECLARED, FED_BY, SEQUENCE, SHARD, SHARD_COUNT, SPEC_HELD, counted_classes
 from ._compat import ItemId, serialized_key_request, version_condition
 from ._conditions import created_parent_condition, parent_condition, within_limit
 from ._items import stored_of
@@ -188,7 +188,7 @@ def _shape(update: ParentUpdate, spec: ModelSpec) -> Any:
     return (model.Meta.table_name,  # PynamoDB follows a table name changed at run time
             bool(update.shard), tuple(update.deltas.items()), frozenset(update.fed_by), update.creates,
             update.rollup, None if discriminator is None else tuple(discriminator.get_registered_subclasses(model)),
-            declared())  # the relations declared so far: other models' feeds in the table (foreign_feeds)
+            DECLARED[0])  # the relations declared so far: other models' feeds in the table (foreign_feeds)
 
 
 def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:

@@ -18,11 +18,11 @@ What a plan guarantees, before anything is sent:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from ._actions import Action, ChildAction, ChildDelete, ChildEdit, ChildPut
-from ._compat import ItemId, item_id, oversized_key
+from ._compat import ItemId, item_id
 from ._deltas import Counting
 from ._expiries import ExpiryMarker
 from ._other_actions import Passthrough, RollupCheck, shard_items
@@ -30,7 +30,7 @@ from ._parent_update import ParentUpdate
 from ._shards import shard_key
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
-from .exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
+from .exceptions import InvalidArgumentError, InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -43,6 +43,21 @@ MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
 
 
+KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
+"""DynamoDB's limits on a key's values, in bytes, with their names."""
+
+
+def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
+    """What is wrong with a serialized key that DynamoDB would refuse as too long, or ``None``."""
+    for value, (limit, name) in zip(serialized, KEY_LIMITS):
+        if value is None or len(value) <= limit // 4:  # at most 4 bytes a character: short enough
+            continue
+        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        if size > limit:
+            return f"its {name} is {size} bytes; DynamoDB allows {limit} bytes"
+    return None
+
+
 @dataclass(frozen=True)
 class Plan:
     """A TransactWriteItems, ready to send: its actions and their requests, built for ``token``."""
@@ -50,11 +65,11 @@ class Plan:
     actions: Tuple[Action, ...]
     items: List[Dict[str, Any]]
     token: str
+    children: List[ChildAction] = field(init=False, compare=False, repr=False)
+    """The counted children's own actions, in the order of their writes."""
 
-    @property
-    def children(self) -> List[ChildAction]:
-        """The counted children's own actions, in the order of their writes."""
-        return [action for action in self.actions if isinstance(action, ChildAction)]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "children", [action for action in self.actions if isinstance(action, ChildAction)])
 
 
 def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token: str) -> Plan:
@@ -78,6 +93,8 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
             continue
         if update is not None:
             raise InvalidTransactionError(_written_and_counted(write, counting))
+        if counting is not None:
+            _check_child_key(write, where)
         actions.append(_own_action(index, write, counting, where))
         shards = write.spec.shards
         if shards > 1 and write.with_shards and (write.kind is not WriteKind.SAVE or isinstance(actions[-1], ChildPut)):
@@ -193,6 +210,17 @@ def _check_parent_key(relation: Relation, key: Tuple[Any, ...], where: ItemId) -
     if wrong is not None:
         raise ParentKeyError(f"{relation}: the key function gave a key of {relation.parent_model.__name__} that "
                              f"DynamoDB cannot store: {wrong} ({str(key)[:80]}...). Nothing was written")
+
+
+def _check_child_key(write: Write, where: ItemId) -> None:
+    """Refuse a counted child's own key DynamoDB would refuse as too long.
+
+    :raises InvalidArgumentError: naming the key's part and DynamoDB's limit.
+    """
+    wrong = oversized_key(where[1:])
+    if wrong is not None:
+        raise InvalidArgumentError(f"{write.model.__name__} {str(write.key)[:80]}... cannot be stored by "
+                                   f"DynamoDB: {wrong}. Nothing was written")
 
 
 def _written_and_counted(write: Write, counting: Optional[Counting]) -> str:

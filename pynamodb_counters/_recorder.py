@@ -1,15 +1,38 @@
 """
-:class:`Recorder`: what a relation's functions (its key, ``when=``, ``amount=``) read of a child, found by running
-them on a stand-in that records each name read. What a counted edit, update or delete is conditioned on comes from
-it. Declarations only, no I/O.
+What relations' functions (their key, ``when=``, ``amount=``) read of a child (:func:`read_by`), found by running
+them on a :class:`Recorder`, a stand-in that records each name read. What a counted edit, update or delete is
+conditioned on comes from it. Declarations only, no I/O.
 """
 from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Dict, Set, Tuple
+from typing import Any, Dict, Iterable, Set, Tuple
 
-__all__ = ["Recorder", "seen_by"]
+__all__ = ["Recorder", "read_by", "seen_by"]
+
+
+def read_by(relations: Iterable[Any], states: Iterable[Any]) -> Set[str]:
+    """The attributes (Python names) that decide what a child adds to which parent, in any of ``states`` (the
+    child's instances): each relation's declared ``reads``, plus those its key, ``when=`` and ``amount=``
+    functions touch on each state (found by running them on a :class:`Recorder`; a function that fails on one
+    counts what it read before failing: parent_key() and the rest report the real failure)."""
+    states = tuple(states)
+    names: Set[str] = set()
+    for relation in relations:
+        names.update(relation.reads)
+        for state in states:
+            recorder = Recorder(state)
+            for function in relation.functions:
+                if function is None:
+                    continue
+                try:
+                    function(recorder)
+                except Exception:  # detection is best effort
+                    pass
+            attributes = state.get_attributes()
+            names.update(name for name in seen_by(recorder) if name in attributes)
+    return names
 
 
 class Recorder:

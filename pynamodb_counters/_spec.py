@@ -44,6 +44,7 @@ class ModelSpec:
       is sharded).
     :ivar keys: its hash key attribute, then its range key attribute if it has one.
     :ivar discriminator: its ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``.
+    :ivar counted: whether the library writes its items: it has counters, or relations counting it.
     :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
       counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
       the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
@@ -57,11 +58,10 @@ class ModelSpec:
     keys: Tuple[Attribute[Any], ...] = ()
     discriminator: Any = None  # a DiscriminatorAttribute, typed Any: a descriptor's annotation types its value
     requests: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    counted: bool = field(init=False)
 
-    @property
-    def counted(self) -> bool:
-        """Whether the library writes its items: it has counters, or relations counting it."""
-        return bool(self.relations or self.counters)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counted", bool(self.relations or self.counters))
 
 
 _UNCOUNTED = ModelSpec({}, ())

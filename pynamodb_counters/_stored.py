@@ -17,6 +17,7 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
 from ._compat import key_of
+from ._recorder import read_by
 from ._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,8 +125,7 @@ def deciding(model: Type[Model], *states: Model, spec: Optional[ModelSpec] = Non
     """
     keys = {model._hash_keyname, model._range_keyname}
     relations = (spec or spec_of(model)).relations
-    names = {name for state in states for relation in relations for name in relation.read_attributes(state)}
-    return sorted(names - keys)
+    return sorted(read_by(relations, states) - keys)
 
 
 def remember(instance: Any, item: Dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from pynamodb.expressions.operand import Path
 
 from ._compat import key_of
 from ._context import counting_skipped
+from ._recorder import read_by
 from ._spec import ModelSpec, spec_of
 from ._stored import known_values, remembered
 from .exceptions import CountingBypassError, InvalidArgumentError
@@ -32,6 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["UNSET", "Write", "WriteKind", "action_paths", "bypass_of", "check_child_key", "check_condition",
            "check_counters_unchanged", "check_token", "check_write", "counted_options", "delete_write", "given",
            "guard_update", "parent_save_actions", "refuse_options", "save_write", "update_write", "value"]
+
+
+_COUNTED = frozenset(("SAVE", "UPDATE", "DELETE", "EXPIRY"))
 
 
 class WriteKind(Enum):
@@ -60,13 +64,11 @@ class WriteKind(Enum):
     CHECK = "check"
     """A condition check."""
 
-    @property
-    def counted(self) -> bool:
-        """Whether the write moves counters (a counted child's save, update or delete)."""
-        return self in _COUNTED
+    counted: bool
+    """Whether the write moves counters (a counted child's save, update, delete or expiry)."""
 
-
-_COUNTED = frozenset((WriteKind.SAVE, WriteKind.UPDATE, WriteKind.DELETE, WriteKind.EXPIRY))
+    def __init__(self, label: str) -> None:
+        self.counted = self.name in _COUNTED
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,8 @@ class Write:
             object.__setattr__(self, "spec", spec_of(self.model))
 
 
-def save_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True
-               ) -> Write:
+def save_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
+               spec: Optional[ModelSpec] = None) -> Write:
     """A save of ``instance``: counted when its model is a counted child, a parent's save of everything but its
     counters when it is a parent only, otherwise an ordinary Put.
 
@@ -115,7 +117,7 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
     :raises InvalidArgumentError: ``condition`` is not a PynamoDB condition, or a counted child's key is incomplete.
     """
     model = type(instance)
-    spec = spec_of(model)
+    spec = spec or spec_of(model)
     check_condition(condition)
     skipped = counting_skipped(model)
     if not skipped:
@@ -130,15 +132,15 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
                  spec=spec)
 
 
-def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True
-                 ) -> Write:
+def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
+                 spec: Optional[ModelSpec] = None) -> Write:
     """A delete of ``instance``: counted when its model is a counted child, otherwise an ordinary Delete (a
     sharded parent's shard items go with it).
 
     :raises InvalidArgumentError: ``condition`` is not a PynamoDB condition, or a counted child's key is incomplete.
     """
     model = type(instance)
-    spec = spec_of(model)
+    spec = spec or spec_of(model)
     check_condition(condition)
     skipped = counting_skipped(model)
     if spec.relations and not skipped:
@@ -150,7 +152,7 @@ def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_
 
 
 def update_write(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
-                 add_version_condition: bool = True) -> Write:
+                 add_version_condition: bool = True, spec: Optional[ModelSpec] = None) -> Write:
     """An update of ``instance`` with PynamoDB ``actions``: counted when they set what decides a counted child's
     counts to values known before sending.
 
@@ -162,7 +164,7 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
     if not actions:
         raise InvalidArgumentError("update() needs a non-empty list of actions")
     model = type(instance)
-    spec = spec_of(model)
+    spec = spec or spec_of(model)
     check_condition(condition)
     touched = guard_update(instance, actions, counted=True)
     if spec.relations and not counting_skipped(model):
@@ -188,7 +190,7 @@ def check_write(model: Type[Model], key: Tuple[Any, ...], condition: Condition) 
     return Write(WriteKind.CHECK, model, key, condition=condition)
 
 
-def parent_save_actions(instance: Model) -> List[Action]:
+def parent_save_actions(instance: Model, spec: Optional[ModelSpec] = None) -> List[Action]:
     """The Update actions that save a parent (or a child's edit) without touching its counters: SET (or REMOVE,
     for ``None``) every other non-key attribute, and start each counter at ``0`` only where it does not exist yet.
 
@@ -196,7 +198,7 @@ def parent_save_actions(instance: Model) -> List[Action]:
     """
     instance.serialize(null_check=True)  # the same null checks as PynamoDB's save()
     model = type(instance)
-    counters = spec_of(model).counters
+    counters = (spec or spec_of(model)).counters
     skip = {model._hash_keyname, model._range_keyname, model._version_attribute_name}
     actions: List[Action] = []
     for name, attribute in model.get_attributes().items():
@@ -294,9 +296,7 @@ def guard_update(instance: Model, actions: Sequence[Action], *, counted: bool = 
     if relations:
         for name in filter(None, (model._hash_keyname, model._range_keyname)):
             protected[attributes[name].attr_name] = f"{model.__name__}.{name} is part of a counted child's key"
-        for relation in relations:
-            for name in relation.read_attributes(instance):
-                decides.setdefault(attributes[name].attr_name, name)
+        decides.update((attributes[name].attr_name, name) for name in read_by(relations, (instance,)))
     touched = set()
     for path in action_paths(actions):
         if path in protected:

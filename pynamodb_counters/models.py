@@ -101,13 +101,14 @@ class CounterMixin(CountedBase):
         (use ``Meta.extra_headers``).
         """
         model = type(self)
-        if not spec_of(model).counted:  # invisible: PynamoDB refuses our options itself
+        spec = spec_of(model)
+        if not spec.counted:  # invisible: PynamoDB refuses our options itself
             return super().save(condition, *args,  # type: ignore[misc]
                                 **given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
         if counting_skipped(model):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
         options = counted_options(args, kwargs) if args or kwargs else {}
-        write = save_write(self, condition, **options)  # type: ignore[arg-type]
+        write = save_write(self, condition, spec=spec, **options)  # type: ignore[arg-type]
         if write.kind is WriteKind.PARENT_SAVE:  # one UpdateItem that refreshes the instance
             refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
             return self._save_parent(write, options)
@@ -134,7 +135,7 @@ class CounterMixin(CountedBase):
             refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
         if not spec.relations and spec.shards == 1:
             return self._delete_parent(condition, args, kwargs)
-        write = delete_write(self, condition, **counted_options(args, kwargs))  # type: ignore[arg-type]
+        write = delete_write(self, condition, spec=spec, **counted_options(args, kwargs))  # type: ignore[arg-type]
         return _commit_one(write, retry, token, MissingChildError if value(ignore_missing) else None)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
@@ -162,7 +163,7 @@ class CounterMixin(CountedBase):
                 guard_update(self, actions)  # type: ignore[arg-type]
                 refuse_options(self, "update", retry=retry, token=token)
             return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
-        write = update_write(self, actions, condition,  # type: ignore[arg-type]
+        write = update_write(self, actions, condition, spec=spec,  # type: ignore[arg-type]
                              **counted_options(args, kwargs) if args or kwargs else {})
         if write.kind is not WriteKind.UPDATE:
             refuse_options(self, "update", retry=retry, token=token)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List
 
 from ._base import feed_entry, forget_specs, note_declared
 from ._compat import ParentKey
-from ._recorder import Recorder, seen_by
+from ._recorder import read_by
 from ._relation_rules import check_declaration, check_options, check_parent_defaults
 from ._results import CounterChange
 from ._shards import choose_shard
@@ -282,16 +282,7 @@ class Relation:
         """The child's attributes that decide what it adds to which parent: the declared ``reads`` plus those the
         key, ``when=`` and ``amount=`` functions touch on ``child`` (detected by running them on a recording
         proxy)."""
-        recorder = Recorder(child)
-        for function in (self._key, self._when, self._amount):
-            if function is None:
-                continue
-            try:
-                function(recorder)
-            except Exception:  # detection is best effort; parent_key() and the rest report the real failure
-                pass
-        attributes = child.get_attributes()
-        return self.reads | frozenset(name for name in seen_by(recorder) if name in attributes)
+        return frozenset(read_by((self,), (child,)))
 
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
