@@ -12,7 +12,7 @@ and hands each refusal back to the action it concerns.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
@@ -24,7 +24,7 @@ from ._deltas import Counting, Deltas
 from ._items import count_of
 from ._shards import not_a_shard
 from ._spec import shard_count
-from ._stored import Stored, as_loaded, deciding
+from ._stored import Stored, as_loaded
 from ._writes import Write, WriteKind, parent_save_actions
 from .exceptions import (
     ConditionFailedError,
@@ -154,9 +154,7 @@ class ChildAction(Action):
         parents (read on ``basis`` as loaded or on ``others``) hold what ``basis`` holds, the stored child its
         deltas were counted from; then the caller's condition."""
         stored: Condition = self.write.spec.keys[0].exists()
-        states: List[Model] = [basis.view]
-        states.extend(other for other in others if all(other is not state for state in states))
-        same = basis.unchanged(deciding(self.model, *states, spec=self.write.spec))
+        same = basis.kept(*others, spec=self.write.spec)
         if same is not None:
             stored &= same
         given = self.write.condition

@@ -131,7 +131,7 @@ def counting_of(write: Write) -> Optional[Counting]:
     if not write.kind.counted:
         return None
     assert write.instance is not None
-    return Counting(basis=stored_of(write.instance), expiry=write.kind is WriteKind.EXPIRY)
+    return Counting(basis=stored_of(write.instance, write.key), expiry=write.kind is WriteKind.EXPIRY)
 
 
 def decide(write: Write, counting: Counting) -> Deltas:

@@ -83,6 +83,17 @@ class Stored:
             condition = same if condition is None else condition & same
         return condition
 
+    def kept(self, *others: Model, spec: Optional[ModelSpec] = None) -> Optional[Condition]:
+        """The condition that the stored item still holds what this one holds (:meth:`unchanged`) for each of the
+        attributes that decide the child's parents, read on this one as loaded and on ``others`` (:func:`deciding`):
+        what an edit, update or delete counted from this one is conditioned on.
+
+        :param spec: the model's spec, when looked up already.
+        """
+        states: List[Model] = [self.view]
+        states.extend(other for other in others if all(other is not state for state in states))
+        return self.unchanged(deciding(self.model, *states, spec=spec))
+
     def differs(self, other: Stored, names: Iterable[str]) -> bool:
         """Whether ``other`` holds another raw value than this one for any of the attributes ``names``."""
         attributes = self.model.get_attributes()
@@ -146,14 +157,14 @@ def remembered(instance: Any) -> Optional[Dict[str, Any]]:
     return item
 
 
-def stored_of(instance: Model) -> Optional[Stored]:
+def stored_of(instance: Model, key: Optional[Tuple[Any, ...]] = None) -> Optional[Stored]:
     """The stored child ``instance`` was loaded from (or last saved as); ``None`` for an instance that was never
-    loaded or saved, or whose key was changed since."""
+    loaded or saved, or whose key (``key``, when known already) was changed since."""
     item = remembered(instance)
     if item is None:
         return None
     stored = Stored(type(instance), item)
-    return stored if _key_of_item(type(instance), item) == key_of(instance) else None
+    return stored if _key_of_item(type(instance), item) == (key or key_of(instance)) else None
 
 
 def _key_of_item(model: Type[Model], item: Dict[str, Any]) -> Tuple[Any, ...]:
