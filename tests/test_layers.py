@@ -109,3 +109,10 @@ def test_the_pure_layers_import_no_sender() -> None:
     graph = _graph()
     assert {module: graph[module] & {"_send", "_reads", "_commit"} for module in PURE
             if graph[module] & {"_send", "_reads", "_commit"}} == {}
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """Small modules, one concept each: a module past 400 lines holds more than one."""
+    long = {str(path.relative_to(PACKAGE)): lines for path in PACKAGE.rglob("*.py")
+            if (lines := len(path.read_text().splitlines())) > 400}
+    assert long == {}
