@@ -17,13 +17,16 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAtt
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
+from pynamodb_counters._base import FED_BY as _FED_BY
+from pynamodb_counters._base import SEQUENCE as _SEQUENCE
+from pynamodb_counters._base import WRITE_ID
 
 REGION = "us-east-1"
 NOWHERE = "http://127.0.0.1:9"  # the discard port: replaced before any request
-WRITE_ID = "_cwid"  # the attribute a counted save stores its token in
-SEQUENCE = "_cseq"  # the attribute every counted write adds 1 to on its parent
-FED_BY = "_cfeed"  # the relations that have fed a parent's counters: every counted write adds its own
-# these names are the library's; benchmarks.overhead fails unless its baseline sends the counted save's very request
+SEQUENCE = _SEQUENCE.attr_name  # the attribute every counted write adds 1 to on its parent
+FED_BY = _FED_BY.attr_name  # the relations that have fed a parent's counters: every counted write adds its own
+# WRITE_ID: the attribute a counted save stores its token in. The baselines store the library's attributes as a
+# user's plain models would (benchmarks.overhead fails unless its baseline sends the counted save's very request)
 
 
 class Post(CounterMixin, Model):
