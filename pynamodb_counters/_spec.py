@@ -98,8 +98,8 @@ def _build(model: Any) -> ModelSpec:
     fragile = tuple(name for name, attribute in attributes.items()
                     if attribute.default is not None or attribute.attr_type in _SET_TYPES)
     shards = max((counter.shards for counter in counters.values()), default=1)
-    return ModelSpec(counters, tuple(relations), fragile, shards, tuple(key_attributes(model)),
-                     discriminator_of(model))
+    keys = tuple(key_attributes(model)) if model._hash_keyname is not None else ()  # PynamoDB allows a keyless one
+    return ModelSpec(counters, tuple(relations), fragile, shards, keys, discriminator_of(model))
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:
