@@ -3,7 +3,7 @@ Every benchmark of the write and read paths, in turn: ``python -m benchmarks``.
 
 ::
 
-    python -m benchmarks                        # all six parts, about 100 s on 2 cores
+    python -m benchmarks                        # all five parts, about 100 s on 2 cores
     python -m benchmarks --quick                # smaller runs, about 1 minute
     python -m benchmarks --only bulk reads      # some parts
     python -m benchmarks --json figures.json    # also write every figure as JSON
@@ -16,7 +16,6 @@ The parts (each also runs alone, ``python -m benchmarks.NAME --help``):
 * ``bulk``: 10,000 likes across 100 posts with ``bulk_save()`` against one PynamoDB transaction per like;
 * ``reads``: a stored counter (GetItem; a 16-shard counter's ``total()``, one BatchGetItem) against a counting
   Query of likes stored without this library;
-* ``hotparent``: a hot post, simulated: likes per second, unsharded and sharded;
 * ``paths``: the modules a counted write passes through (a trace, not a timing).
 
 The audit benchmark (``python -m benchmarks.audit``) runs on its own: it takes about 5 minutes more. So does the
@@ -32,11 +31,11 @@ import time
 from types import ModuleType
 from typing import Any, Dict, List, Optional, Sequence
 
-from benchmarks import bulk, hotparent, overhead, paths, reads, roundtrips
+from benchmarks import bulk, overhead, paths, reads, roundtrips
 from benchmarks._shared import BenchmarkError, machine, now, say, table, use_dummy_credentials, write_json
 
 PARTS: Dict[str, ModuleType] = {"overhead": overhead, "roundtrips": roundtrips, "bulk": bulk, "reads": reads,
-                                "hotparent": hotparent, "paths": paths}
+                                "paths": paths}
 
 
 def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
