@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 from typing import FrozenSet, Iterator, Optional
 
-__all__ = ["counting_skipped", "skip_counting"]
+__all__ = ["SKIPPING", "counting_skipped", "skip_counting"]
 
 
 class _Scope:
@@ -37,6 +37,9 @@ class _Scope:
 
 _scope: contextvars.ContextVar[Optional[_Scope]] = contextvars.ContextVar("pynamodb_counters_skipped",
                                                                           default=None)
+SKIPPING = _scope
+"""The innermost open block's scope, ``None`` outside any block: a write path that reads it first
+(``SKIPPING.get() is not None and counting_skipped(model)``) makes no call at all when no block is open."""
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
 from ._compat import key_of
-from ._context import counting_skipped
+from ._context import SKIPPING, counting_skipped
 from ._recorder import read_by
 from ._spec import ModelSpec, spec_of
 from ._stored import known_values, remembered
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["UNSET", "Write", "WriteKind", "action_paths", "bypass_of", "check_child_key", "check_condition",
            "check_counters_unchanged", "check_token", "check_write", "counted_options", "delete_write", "given",
-           "guard_update", "parent_save_actions", "refuse_options", "save_write", "update_write", "value"]
+           "guard_update", "parent_save_actions", "refuse_options", "save_write", "skipped", "update_write", "value"]
 
 
 _COUNTED = frozenset(("SAVE", "UPDATE", "DELETE", "EXPIRY"))
@@ -119,10 +119,10 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
     model = type(instance)
     spec = spec or spec_of(model)
     check_condition(condition)
-    skipped = counting_skipped(model)
-    if not skipped:
+    uncounted = skipped(model)
+    if not uncounted:
         check_counters_unchanged(instance, spec.counters)
-    if skipped or not spec.counted:
+    if uncounted or not spec.counted:
         return Write(WriteKind.PUT, model, key_of(instance), instance, condition, spec=spec)
     if not spec.relations:  # a parent that is not a counted child: every attribute, never its counters
         return Write(WriteKind.PARENT_SAVE, model, key_of(instance), instance, condition,
@@ -142,13 +142,13 @@ def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_
     model = type(instance)
     spec = spec or spec_of(model)
     check_condition(condition)
-    skipped = counting_skipped(model)
-    if spec.relations and not skipped:
+    uncounted = skipped(model)
+    if spec.relations and not uncounted:
         check_child_key(instance)
         return Write(WriteKind.DELETE, model, key_of(instance), instance, condition, (), add_version_condition,
                      True, spec=spec)
     return Write(WriteKind.OTHER_DELETE, model, key_of(instance), instance, condition, (), add_version_condition,
-                 not skipped, spec=spec)
+                 not uncounted, spec=spec)
 
 
 def update_write(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
@@ -167,7 +167,7 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
     spec = spec or spec_of(model)
     check_condition(condition)
     touched = guard_update(instance, actions, counted=True)
-    if spec.relations and not counting_skipped(model):
+    if spec.relations and not skipped(model):
         check_child_key(instance)
     if not touched:
         return Write(WriteKind.OTHER_UPDATE, model, key_of(instance), instance, condition, tuple(actions),
@@ -177,6 +177,13 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
         raise bypass_of(model, name)
     return Write(WriteKind.UPDATE, model, key_of(instance), instance, condition, tuple(actions),
                  add_version_condition, known=known, unknown=unknown, spec=spec)
+
+
+def skipped(model: type) -> bool:
+    """Whether writes of ``model`` are uncounted here, inside an open :func:`~pynamodb_counters.skip_counting`
+    block naming it (``_context``); read from its context variable first, so that a write outside any block makes
+    no call for it."""
+    return SKIPPING.get() is not None and counting_skipped(model)
 
 
 def check_write(model: Type[Model], key: Tuple[Any, ...], condition: Condition) -> Write:
@@ -285,7 +292,7 @@ def guard_update(instance: Model, actions: Sequence[Action], *, counted: bool = 
     :raises CountingBypassError: naming the attribute and the way around it.
     """
     model = type(instance)
-    if counting_skipped(model):
+    if skipped(model):
         return frozenset()
     attributes = model.get_attributes()
     spec = spec_of(model)

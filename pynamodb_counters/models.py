@@ -15,7 +15,6 @@ from ._base import SHARD_COUNT, CountedBase
 from ._commit import Refused, commit, policy_for
 from ._compat import ParentKey, key_attributes, key_of, serialize_key
 from ._conditions import discriminator_condition, pending_fold, pending_fold_message
-from ._context import counting_skipped
 from ._items import count_of
 from ._reads import read_totals
 from ._results import WriteResult
@@ -35,6 +34,7 @@ from ._writes import (
     guard_update,
     refuse_options,
     save_write,
+    skipped,
     update_write,
     value,
 )
@@ -105,7 +105,7 @@ class CounterMixin(CountedBase):
         if not spec.counted:  # invisible: PynamoDB refuses our options itself
             return super().save(condition, *args,  # type: ignore[misc]
                                 **given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
-        if counting_skipped(model):
+        if skipped(model):
             return super().save(condition, *args, **kwargs)  # type: ignore[misc]
         options = counted_options(args, kwargs) if args or kwargs else {}
         write = save_write(self, condition, spec=spec, **options)  # type: ignore[arg-type]
@@ -129,7 +129,7 @@ class CounterMixin(CountedBase):
         if not spec.counted:  # invisible: PynamoDB refuses our options itself
             return super().delete(condition, *args,  # type: ignore[misc]
                                   **given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token))
-        if counting_skipped(model):
+        if skipped(model):
             return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
         if not spec.relations:
             refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
@@ -155,10 +155,10 @@ class CounterMixin(CountedBase):
         """
         model = type(self)
         spec = spec_of(model)
-        skipped = counting_skipped(model)
-        counted = spec.counted and not skipped
+        uncounted = skipped(model)
+        counted = spec.counted and not uncounted
         retry, token = (kwargs.pop("retry", UNSET), kwargs.pop("token", UNSET)) if counted else (UNSET, UNSET)
-        if not isinstance(actions, list) or not spec.relations or skipped:
+        if not isinstance(actions, list) or not spec.relations or uncounted:
             if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
                 guard_update(self, actions)  # type: ignore[arg-type]
                 refuse_options(self, "update", retry=retry, token=token)
@@ -211,7 +211,7 @@ class CounterMixin(CountedBase):
         :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
         """
         model = type(self)
-        if spec_of(model).counted and not counting_skipped(model):
+        if spec_of(model).counted and not skipped(model):
             raise _bypass(self, "save", "a Put of a counted child would not count it, and a Put of a parent "
                                         "would overwrite its counters")
         return super().get_save_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
@@ -225,7 +225,7 @@ class CounterMixin(CountedBase):
         """
         model: Any = type(self)
         spec = spec_of(model)
-        if (spec.relations or spec.shards > 1) and not counting_skipped(model):
+        if (spec.relations or spec.shards > 1) and not skipped(model):
             raise _bypass(self, "delete", "a Delete of a counted child would not uncount it, and a Delete of a "
                                           "sharded parent would leave its shard items behind")
         return super().get_delete_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
@@ -244,7 +244,7 @@ class CounterMixin(CountedBase):
                                           f"pynamodb_counters.CountedTransaction, not PynamoDB's TransactWrite") \
                     from None
             model = type(self)
-            if spec_of(model).relations and not counting_skipped(model):  # never creates a child it would not count
+            if spec_of(model).relations and not skipped(model):  # never creates a child it would not count
                 exists = key_attributes(model)[0].exists()  # type: ignore[arg-type]
                 given = kwargs.pop("condition", args[0] if args else None)
                 kwargs["condition"] = exists if given is None else exists & given
@@ -346,7 +346,7 @@ class CounterMixin(CountedBase):
 
         :raises CountingBypassError: on a model with counters or counted relations.
         """
-        if spec_of(cls).counted and not counting_skipped(cls):
+        if spec_of(cls).counted and not skipped(cls):
             raise CountingBypassError(
                 f"{cls.__name__}.batch_write() would bypass counting: BatchWriteItem cannot guard children or "
                 f"update counters. Save children one by one (or in a CountedTransaction of up to 100 actions), or "
