@@ -112,7 +112,8 @@ class Work:
         self.used: List[Recovery] = []
 
     def plan(self) -> Plan:
-        """Decide each counted write's changes, and plan the transaction. Pure.
+        """Decide each counted write's changes (recorded on its :class:`Counting`), and plan the transaction. No
+        I/O.
 
         :raises CounterError: a write that cannot be planned (see ``_plan.plan`` and ``_deltas.decide``).
         """

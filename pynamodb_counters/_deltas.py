@@ -1,7 +1,8 @@
 """
 What a counted child's write changes: :func:`deltas`, the one function that decides it, for a create, an edit
 (a move included), an update and a delete alike, and :func:`decide`, which gives it the two states to compare
-for one write (:class:`Counting`: what the write is counted from, attempt after attempt). Pure, no I/O.
+for one write (:class:`Counting`: what the write is counted from, attempt after attempt). No I/O: :func:`deltas`
+is pure, and :func:`decide` records what it decides on the commit's :class:`Counting`, the only state it writes.
 
 It compares, relation by relation, the stored child as PynamoDB loads it (``before``: ``None`` for a new child)
 with the child as PynamoDB will load it once written (``after``: ``None`` for a delete):

@@ -1,7 +1,7 @@
 """
 A parent item's counter Update (:class:`ParentUpdate`): every change counted into the item in one transaction
-gathered in one action (``ADD a :x, b :y``), its request, and the errors its refusals mean. Pure, no I/O (it
-keeps the shapes of request it has built on the model's spec).
+gathered in one action (``ADD a :x, b :y``), its request, and the errors its refusals mean. No I/O; the one
+state it writes is the shapes of request it has built, kept on the model's spec.
 
 The Update is guarded as its parent must be: the parent exists and, in a polymorphic model, holds its class; a
 decrement keeps the counter's floor of zero (lifted while a formerly sharded counter awaits its fold); an

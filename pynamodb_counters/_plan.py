@@ -1,7 +1,8 @@
 """
 The plan: a transaction's writes, each counted write with what it is counted from in this attempt, as the
-actions of one TransactWriteItems (``_actions``, ``_parent_update``, ``_other_actions``). Pure, no I/O; it
-changes nothing it is given.
+actions of one TransactWriteItems (``_actions``, ``_parent_update``, ``_other_actions``). No I/O; it
+changes nothing it is given, but for the shapes of parent Update kept on a parent model's spec
+(``_parent_update``).
 
 What a plan guarantees, before anything is sent:
 

@@ -1,7 +1,8 @@
 """
 A counted child as DynamoDB stores it: :class:`Stored`, the raw item, and PynamoDB's loaded view of it (defaults
 applied, NULL and absent attributes read as their default or ``None``), the one view every count is decided
-from, as an audit recounts it. Pure, no I/O.
+from, as an audit recounts it. No I/O; the one state it
+writes is what each instance remembers being stored as (:func:`remember`, :func:`forget`), on the instance.
 
 A write is conditioned on the raw item (an attribute absent stays absent, a NULL stays NULL) and counted from
 the view: so a stored child whose item lacks an attribute added to the model later, or holds it as NULL, is

@@ -246,7 +246,7 @@ def _writes(entries: Sequence[Entry]) -> List[Write]:
 
 
 def _planned(entries: List[Entry], max_actions: int) -> List[Write]:
-    """Plan the transaction of ``entries`` (pure), to raise what it would raise before anything is sent; returns
+    """Plan the transaction of ``entries`` (no I/O), to raise what it would raise before anything is sent; returns
     their writes, for the chunk's first round.
 
     :raises TransactionTooLargeError: the plan has more than ``max_actions`` actions.

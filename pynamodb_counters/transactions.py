@@ -2,7 +2,7 @@
 :class:`CountedTransaction`: counted saves and deletes, and any other PynamoDB writes, committed as one
 TransactWriteItems.
 
-It collects writes; :meth:`~CountedTransaction.plan` shows the request (pure, see ``_plan`` for what a plan
+It collects writes; :meth:`~CountedTransaction.plan` shows the request (no I/O, see ``_plan`` for what a plan
 guarantees) and :meth:`~CountedTransaction.commit` sends it through the commit (``_commit``), as ``save()`` and
 ``delete()`` do.
 """
@@ -98,9 +98,9 @@ class CountedTransaction:
             raise InvalidTransactionError("this transaction was already committed (or its commit failed); a "
                                           "transaction is sent once: start a new CountedTransaction")
 
-    # -- planning (pure) -------------------------------------------------------------------------------------
+    # -- planning (no I/O) -----------------------------------------------------------------------------------
     def plan(self) -> Plan:
-        """Build the request. Pure: reads the models, sends nothing.
+        """Build the request: reads the models, sends nothing, changes nothing this transaction holds.
 
         :raises TransactionTooLargeError: more than 100 actions.
         :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
