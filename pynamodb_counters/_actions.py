@@ -209,7 +209,9 @@ class ChildEdit(ChildAction):
                 [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis, self.counting.after.view),
                 return_values_on_condition_failure=ALL_OLD, add_version_condition=self.write.add_version_condition)
             return request
-        condition = self.condition(basis, as_loaded(self.instance, self.write.spec), self.instance)
+        loaded = self.counting.loaded  # as decided; a plan made without deciding builds it
+        condition = self.condition(basis, as_loaded(self.instance, self.write.spec) if loaded is None else loaded,
+                                   self.instance)
         actions = [*parent_save_actions(self.instance, self.write.spec), EDITED_BY.set(token)]
         version = saved_version(self.instance, actions)  # as save() writes it: the local version plus one
         if version is not None and self.write.add_version_condition:

@@ -112,6 +112,8 @@ class Counting:
     :ivar basis: the stored child it counts from (as loaded, read, or learned from a refusal); ``None``: a save
       is a create, and a delete or an update does not know it yet.
     :ivar after: a counted update's stored child once written (:attr:`basis` with the known actions applied).
+    :ivar loaded: the child as PynamoDB will load it once written, as this attempt decided from (``None`` for a
+      delete): what a save's or update's condition and a created parent's defaults read, never built twice.
     :ivar gone: the rollups (parent model, key) found gone: what the child counted in them is not sent.
     :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
     :ivar deltas: its changes, as decided for the attempt at hand.
@@ -120,6 +122,7 @@ class Counting:
 
     basis: Optional[Stored] = None
     after: Optional[Stored] = None
+    loaded: Optional[Model] = None
     gone: Set[Parent] = field(default_factory=set)
     recreated: bool = False
     deltas: Deltas = NONE
@@ -173,6 +176,7 @@ def decide(write: Write, counting: Counting) -> Deltas:
     else:
         before = counting.basis.view if counting.basis is not None else None
         after = as_loaded(write.instance, spec)
+    counting.loaded = after
     counting.deltas = deltas(relations, before, after, counting.gone)
     return counting.deltas
 

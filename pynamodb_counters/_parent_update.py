@@ -25,7 +25,7 @@ from ._compat import ItemId, serialized_key_request, version_condition
 from ._conditions import created_parent_condition, parent_condition, within_limit
 from ._items import stored_of
 from ._shards import foreign_shard_message, is_shard_item
-from ._spec import ModelSpec, foreign_feeds, spec_of
+from ._spec import ModelSpec, foreign_feeds
 from ._writes import Write
 from .exceptions import (
     ConditionFailedError,
@@ -58,13 +58,15 @@ class ParentUpdate(Action):
     :ivar absent: a rollup found gone, counted into again: it must still be absent.
     :ivar merged: a caller's ``update()`` or ``condition_check()`` of the same item, merged into it.
     :ivar relation: the first relation counted into it (named when another model's relation names its item).
+    :ivar spec: its model's spec, looked up once for the action (its request and its refusals read it).
     """
 
     verb = "Update"
 
     def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
-                 relation: Relation) -> None:
+                 relation: Relation, spec: ModelSpec) -> None:
         super().__init__(model, key, where)
+        self.spec = spec
         self.shard = shard
         self.deltas: Dict[str, int] = {}
         self.fed_by: Set[str] = set()
@@ -106,7 +108,7 @@ class ParentUpdate(Action):
                                        f"{model.__name__}: an item belongs to one model, and {model.__name__}'s "
                                        f"counters are never added to another's. Nothing was written", said.error,
                                        **common)
-        attribute = spec_of(model).discriminator
+        attribute = self.spec.discriminator
         if attribute is not None:
             allowed = {attribute.get_discriminator(cls) for cls in attribute.get_registered_subclasses(model)}
             stored = (item.get(attribute.attr_name) or {}).get("S")
@@ -123,7 +125,7 @@ class ParentUpdate(Action):
                     f"{model.__name__}.{name} of {self.key!r} holds {count}{whole} so removing {-delta} would take it "
                     f"below zero: the counter has drifted. Recount its children and repair it with set_counter(). "
                     f"Nothing was written", said.error, attribute=name, stored=count, **common)
-            limit: Any = spec_of(model).counters[name].limit
+            limit: Any = self.spec.counters[name].limit
             if delta > 0 and limit is not None:
                 if not isinstance(limit, int):  # held by the parent, as stored
                     limit = stored_of(item, limit.attr_name)
@@ -145,7 +147,7 @@ def parent_request(update: ParentUpdate) -> Dict[str, Any]:
     declared so far), but for the key, a caller's merged update and a created parent's defaults: each shape is
     built once through PynamoDB and then copied with the next key. The shapes are held on the model's spec, which
     is dropped, and them with it, when one of its counters is redeclared (its shards or its limit changed)."""
-    spec = spec_of(update.model)
+    spec = update.spec
     if update.merged is not None or (update.creates and update.defaults) or update.absent:
         return _built(update, spec)
     shape = _shape(update, spec)

@@ -29,6 +29,7 @@ from ._expiries import ExpiryMarker
 from ._other_actions import Passthrough, RollupCheck, shard_items
 from ._parent_update import ParentUpdate
 from ._shards import shard_key
+from ._spec import spec_of
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
 from .exceptions import InvalidArgumentError, InvalidTransactionError, ParentKeyError, TransactionTooLargeError
@@ -146,9 +147,11 @@ def _parent_updates(writes: Sequence[Write], countings: Sequence[Optional[Counti
                 update = parents.get(where)
                 if update is None:
                     _check_parent_key(relation, change.key, where)
-                    update = parents[where] = ParentUpdate(change.parent, change.key, change.shard, where, relation)
+                    update = parents[where] = ParentUpdate(change.parent, change.key, change.shard, where, relation,
+                                                           spec_of(change.parent))
                 elif update.model is not change.parent:
                     update.model = _one_model(update, change.parent, relation)
+                    update.spec = spec_of(update.model)
                 update.deltas[change.attribute] = update.deltas.get(change.attribute, 0) + change.delta
                 update.fed_by.add(relation.feed)
                 update.rollup = update.rollup and relation.create_parent
@@ -165,8 +168,8 @@ def _parent_updates(writes: Sequence[Write], countings: Sequence[Optional[Counti
 
 def _stored_state(write: Write, counting: Counting) -> Model:
     """The child a first count's ``parent_defaults`` read: as PynamoDB will load it once written."""
-    if counting.after is not None:
-        return counting.after.view
+    if counting.loaded is not None:
+        return counting.loaded
     assert write.instance is not None
     return as_loaded(write.instance, write.spec)
 
