@@ -1,6 +1,8 @@
 """Engines for the suite, on the shipped test backend (:class:`pynamodb_counters.testing.Backend`, what the
 ``counters_backend`` fixture of the pytest plugin gives users): moto in-process (``dynamodb``) and the served,
-serialised moto engine (``served``, ``proxy``); and one Spark session for the tests marked ``spark``."""
+serialised moto engine (``served``, ``proxy``); and one Spark session for the tests marked ``spark``. Also what
+several test modules start from: a bookmarked post (``bookmarked``), and an app's package on ``sys.path``
+(``app``)."""
 from __future__ import annotations
 
 import os
@@ -20,6 +22,8 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
 
 from pynamodb_counters.testing import Backend, ServedMoto  # noqa: E402
+from tests.app_package import forget_app, write_package  # noqa: E402
+from tests.factories import bookmarked_post  # noqa: E402
 from tests.faults import FaultProxy  # noqa: E402
 from tests.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
 
@@ -34,6 +38,21 @@ def counters_models() -> List[type]:
 def dynamodb(counters_backend: Backend) -> Backend:
     """moto in-process, fresh for each test, with every test table created: the plugin's ``counters_backend``."""
     return counters_backend
+
+
+@pytest.fixture
+def bookmarked(dynamodb: Backend) -> None:
+    """On moto in-process: a post bookmarked by U1 and by U2 (:func:`tests.factories.bookmarked_post`)."""
+    bookmarked_post()
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package ``app`` on ``sys.path`` (files written by each test: :mod:`tests.app_package`), forgotten again
+    afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield write_package(tmp_path, "app")
+    forget_app()
 
 
 @pytest.fixture(scope="session")

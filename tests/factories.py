@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Dict, List, Tuple
 
-from tests.models import TABLE_MODELS, Like, Post, Video, View
+from tests.models import TABLE_MODELS, Bookmark, Like, Post, User, Video, View
 
 #: the post most tests like
 POST = "POST#a91f"
@@ -47,6 +47,21 @@ def view(pk: str, user: object) -> View:
     return View(pk=pk, sk=f"VIEW#USER#{user}")
 
 
+def bookmarked_post() -> None:
+    """The post, users U1 and U2, U1's bookmark of the post (``BOOKMARK#USER#7c20``) and U2's
+    (``BOOKMARK#USER#other``): the post counts 2, each user 1."""
+    post()
+    User(user_id="U1").save()
+    User(user_id="U2").save()
+    Bookmark(pk=POST, sk="BOOKMARK#USER#7c20", user_id="U1").save()
+    Bookmark(pk=POST, sk="BOOKMARK#USER#other", user_id="U2").save()  # U2 holds one bookmark of its own
+
+
+def bookmarks(user_id: str) -> int:
+    """The user's ``bookmarks`` counter as stored (a consistent read)."""
+    return User.get(user_id, consistent_read=True).bookmarks
+
+
 def stored(table: str) -> List[Dict[str, Any]]:
     """Every item of ``table`` as DynamoDB holds it (raw, typed values), read with a consistent scan."""
     client = raw_client(Post.Meta.host)
@@ -66,3 +81,16 @@ def raw_client(host: str | None) -> Any:
 def snapshot() -> Dict[str, List[Dict[str, Any]]]:
     """Every test table's items, to show that a refused write left everything as it was."""
     return {model.Meta.table_name: sorted(stored(model.Meta.table_name), key=repr) for model in TABLE_MODELS}
+
+
+def raw_item(table: str, key: Dict[str, Any]) -> Dict[str, Any]:
+    """One item of ``table`` as DynamoDB holds it (a consistent ``GetItem``)."""
+    item: Dict[str, Any] = raw_client(None).get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+    return item
+
+
+def raw_update(table: str, key: Dict[str, Any], expression: str, values: Dict[str, Any]) -> None:
+    """An UpdateItem behind the library's back; ``#a`` in ``expression`` names the attribute."""
+    names = {"#a": expression.split()[1]}
+    raw_client(None).update_item(TableName=table, Key=key, UpdateExpression=expression.replace(names["#a"], "#a"),
+                                 ExpressionAttributeNames=names, ExpressionAttributeValues=values)

@@ -1,23 +1,42 @@
-"""Bulk counted writes: chunks of at most 100 actions, deltas merged per parent, refusals reported per child."""
+"""Bulk counted writes: chunks of at most 100 actions (sized with every action, shard items included), deltas
+merged per parent, refusals reported per child as a single write's, and always a report of what committed."""
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.models import Model
 
-from pynamodb_counters import bulk_delete, bulk_save, bulk_write, signals, skip_counting
+from pynamodb_counters import (
+    CounterField,
+    CounterMixin,
+    RetryPolicy,
+    bulk_delete,
+    bulk_save,
+    bulk_write,
+    counted_by,
+    signals,
+    skip_counting,
+)
+from pynamodb_counters._base import SHARD
 from pynamodb_counters._chunks import plan_chunks
 from pynamodb_counters._shards import choose_shard
 from pynamodb_counters.exceptions import (
+    BulkWriteError,
     CountingBypassError,
     DuplicateChildError,
     InvalidTransactionError,
     MissingChildError,
     ParentKeyError,
     ParentNotFoundError,
+    TransactionError,
+    TransactionTooLargeError,
 )
-from tests.factories import like, likes, post, snapshot, tally
-from tests.models import Bookmark, Comment, Post, User, Video, View
+from tests.client_hooks import hooked, transact_requests
+from tests.factories import bookmarks, like, likes, post, snapshot, stored, tally
+from tests.faults import LOSE_RESPONSE, RESET_BEFORE, SERVER_ERROR, THROTTLE, FaultProxy, answer
+from tests.models import REGION, Bookmark, Comment, Like, Post, User, Video, View
 
 
 def test_ten_thousand_likes_across_a_hundred_posts_take_about_a_hundred_transactions() -> None:
@@ -161,3 +180,179 @@ def test_a_child_that_cannot_be_written_fails_alone_and_the_rest_of_its_chunk_co
     assert [(o.instance, o.status) for o in result.outcomes if o.status != "added"] == [(big, "failed")]
     assert isinstance(result.outcomes[60].error, TransactionError) and "too large" in str(result.outcomes[60].error)
     assert tally() == likes() == 120
+
+
+# -- bulk deletes count off the stored children's parents -----------------------------------------------------------
+def test_bulk_delete_counts_off_the_stored_parents(bookmarked: None) -> None:
+    from pynamodb_counters import bulk_delete
+
+    edited = Bookmark.get("POST#a91f", "BOOKMARK#USER#7c20")
+    edited.user_id = "U2"  # edited in memory: the stored bookmark is U1's
+    key_only = Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#other")  # U2's, built from its key alone
+    absent = Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#nobody")
+    result = bulk_delete([edited, key_only, absent])
+    assert [o.status for o in result.outcomes] == ["removed", "removed", "rejected"]
+    assert isinstance(result.outcomes[2].error, MissingChildError)
+    assert (bookmarks("U1"), bookmarks("U2")) == (0, 0)
+    assert Post.get("POST#a91f", "META").bookmark_count == 0
+    assert [b.sk for b in Bookmark.scan(Bookmark.sk.startswith("BOOKMARK#"))] == []
+
+
+def test_bulk_delete_of_a_child_whose_parent_cannot_be_named_writes_nothing(bookmarked: None) -> None:
+    from pynamodb_counters import bulk_delete
+
+    Bookmark._get_connection().put_item("POST#a91f", "BOOKMARK#USER#ghost")  # written by hand, without a user
+    before = snapshot()
+    with pytest.raises(ParentKeyError):
+        bulk_delete([Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#7c20"),
+                     Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#ghost")])
+    assert snapshot() == before
+
+
+# -- chunks sized with every action; a bulk call always reports what committed --------------------------------------
+class Album(CounterMixin, Model):
+    """A parent in a table whose name sorts after ``Social``, so that its children's chunks come after likes."""
+
+    class Meta:
+        table_name = "Tracks"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "ALBUM#a"
+    sk = UnicodeAttribute(range_key=True)  # "META"
+    track_count = CounterField()
+
+
+class Track(CounterMixin, Model):
+    """Both a counted child (of its album) and a sharded parent (its plays, over 4 items)."""
+
+    class Meta:
+        table_name = "Tracks"
+        region = REGION
+
+    pk = UnicodeAttribute(hash_key=True)  # "ALBUM#a"
+    sk = UnicodeAttribute(range_key=True)  # "TRACK#7"
+    play_count = CounterField(shards=4)
+    album = counted_by(Album.track_count, key=lambda track: (track.pk, "META"), prefix="TRACK#")
+
+
+@pytest.fixture
+def tracks(dynamodb: None) -> Iterator[None]:
+    Album.create_table(billing_mode="PAY_PER_REQUEST")
+    Album(pk="ALBUM#a", sk="META").save()
+    yield
+
+
+def test_chunks_count_the_shard_items_of_children_that_are_sharded_parents() -> None:
+    children = [("save", Track(pk="ALBUM#a", sk=f"TRACK#{n}")) for n in range(150)]
+    children += [("save", like(n)) for n in range(98)]
+    for chunk in plan_chunks(children, 100):
+        own = sum(4 if isinstance(child, Track) else 1 for _, _, child in chunk)
+        parents = {(type(child).__name__, child.pk) for _, _, child in chunk}
+        assert own + len(parents) <= 100, (own, parents)
+
+
+def test_an_edit_of_a_child_that_is_a_sharded_parent_is_sized_as_the_one_update_it_is(tracks: None) -> None:
+    """A stored track saved again is an edit: one Update, its shard items untouched. Sized as a new track (4
+    actions) it was refused at max_actions=2, which its plan (the edit and its album's Update) fits."""
+    Album(pk="ALBUM#a", sk="META").save()
+    Track(pk="ALBUM#a", sk="TRACK#1").save()
+    stored = Track.get("ALBUM#a", "TRACK#1", consistent_read=True)
+    result = bulk_save([stored], max_actions=2)
+    assert [o.status for o in result.outcomes] == ["changed"]
+    assert Album.get("ALBUM#a", "META", consistent_read=True).track_count == 1
+
+
+def test_bulk_sizes_chunks_with_shard_items_and_commits_everything(tracks: None) -> None:
+    post()
+    batch: List[Model] = [like(n) for n in range(98)] + [Track(pk="ALBUM#a", sk=f"TRACK#{n}") for n in range(60)]
+    with transact_requests(Like, Track) as sent:
+        result = bulk_save(batch)
+    assert [o.status for o in result.outcomes] == ["added"] * len(batch)
+    assert (tally(), likes()) == (98, 98)
+    assert Album.get("ALBUM#a", "META", consistent_read=True).track_count == 60
+    assert Track.count("ALBUM#a", Track.sk.startswith("TRACK#"), consistent_read=True) == 60
+    shard_items = [item for item in stored("Tracks") if SHARD.attr_name in item]
+    assert len(shard_items) == 60 * 3  # every track's own shard items 1..3, written with its Put
+    assert result.requests == len(sent) == len(result.results)
+
+
+def test_a_child_too_large_for_any_chunk_is_refused_before_anything_is_sent(tracks: None) -> None:
+    post()
+    before = snapshot()
+    with pytest.raises(TransactionTooLargeError, match="Nothing was sent"):
+        bulk_save([like(1), like(2), like(3), Track(pk="ALBUM#a", sk="TRACK#1")], max_actions=4)  # 4 + 1 > 4
+    assert snapshot() == before
+    assert stored("Tracks") == [item for item in stored("Tracks") if item["sk"]["S"] == "META"]
+
+
+def test_an_unexpected_error_in_a_later_chunk_carries_what_committed(tracks: None) -> None:
+    post()
+    batch: List[Model] = [like(n) for n in range(98)] + [Track(pk="ALBUM#a", sk=f"TRACK#{n}") for n in range(60)]
+    calls: List[int] = []
+
+    def explode_on_second_request(**_: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("a before-call hook broke")
+
+    with hooked("before-call.dynamodb.TransactWriteItems", explode_on_second_request, Like, Track), \
+            pytest.raises(BulkWriteError, match="a before-call hook broke") as raised:
+        bulk_save(batch)
+    result = raised.value.result
+    assert isinstance(raised.value.__cause__, ValueError)
+    statuses: Dict[str, int] = {}
+    for outcome in result.outcomes:
+        statuses[outcome.status] = statuses.get(outcome.status, 0) + 1
+    assert result.added == batch[:98] and statuses["added"] == 98
+    failed = [o for o in result.outcomes if o.status == "failed"]
+    assert failed and all(o.error is raised.value for o in failed)
+    assert statuses["failed"] + statuses["unsent"] == 60
+    assert (tally(), likes()) == (98, 98)  # what the result says committed, did
+    assert Album.get("ALBUM#a", "META", consistent_read=True).track_count == \
+        Track.count("ALBUM#a", Track.sk.startswith("TRACK#"), consistent_read=True) == 0
+    assert result.requests == 1  # the second request never left: the hook raised before it was built
+
+
+def test_a_transaction_error_in_a_later_chunk_is_reported_per_child(dynamodb: None) -> None:
+    post()
+    batch: List[Model] = [like(n) for n in range(98)] + [Track(pk="ALBUM#a", sk=f"TRACK#{n}") for n in range(3)]
+    result = bulk_save(batch)  # the Tracks table does not exist
+    assert result.added == batch[:98] and (tally(), likes()) == (98, 98)
+    assert [o.instance for o in result.failed] == batch[98:]
+    assert all(isinstance(o.error, TransactionError) for o in result.failed)
+
+
+# -- BulkResult.requests, and bulk refusals ranked as a single write's ----------------------------------------------
+@pytest.mark.served
+def test_bulk_requests_match_the_requests_on_the_wire(proxy: FaultProxy) -> None:
+    post("POST#a")
+    post("POST#b")
+    policy = RetryPolicy(max_attempts=6, base_delay=0.0, max_delay=0.0)
+    proxy.inject(THROTTLE, times=2)  # the first chunk: throttled twice, then refused for good, as a whole and
+    # in halves until each child fails alone: [0, 1, 2], then [0], then [1, 2], then [1] and [2]
+    proxy.inject(answer(400, "ValidationException", "refused on purpose"), times=5)
+    proxy.inject(SERVER_ERROR)  # the second chunk: a 5xx, a reset, a lost response (recovered), then done
+    proxy.inject(RESET_BEFORE)
+    proxy.inject(LOSE_RESPONSE)
+    batch = [like(n, "POST#a") for n in range(3)] + [like(n, "POST#b") for n in range(3)]
+    with transact_requests(Like) as sent:
+        result = bulk_save(batch, retry=policy, max_actions=4)  # 3 likes and their post per transaction
+    assert [o.status for o in result.outcomes] == ["failed"] * 3 + ["added"] * 3
+    assert isinstance(result.failed[0].error, TransactionError)
+    assert result.requests == len(sent) == 11  # 7 for the first chunk, 4 for the second
+    assert tally("POST#b") == likes("POST#b") == 3 and likes("POST#a") == 0
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_missing_child_of_a_missing_post_is_parent_not_found_in_bulk_as_alone() -> None:
+    with pytest.raises(ParentNotFoundError):
+        like(1, "POST#gone").delete()
+    post("POST#here")
+    like(1, "POST#here").save()
+    result = bulk_delete([like(2, "POST#gone"), like(3, "POST#gone"), like(1, "POST#here"), like(4, "POST#here")])
+    outcomes = {o.instance.sk + o.instance.pk: o for o in result.outcomes}
+    for sk in ("LIKE#USER#2", "LIKE#USER#3"):
+        assert type(outcomes[sk + "POST#gone"].error) is ParentNotFoundError
+    assert outcomes["LIKE#USER#1POST#here"].status == "removed"
+    assert type(outcomes["LIKE#USER#4POST#here"].error) is MissingChildError
+    assert tally("POST#here") == likes("POST#here") == 0

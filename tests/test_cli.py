@@ -1,6 +1,8 @@
-"""The command line: audit and repair, exit codes, JSON and CSV, and clear errors."""
+"""The command line: audit and repair, exit codes (0 clean, 1 drift, 2 anything else), JSON and CSV for keys of
+every type, and clear errors in one line."""
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -8,13 +10,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import Any, List
 
 import pytest
 
-from pynamodb_counters import skip_counting
+from pynamodb_counters import audit, repair, skip_counting
+from pynamodb_counters._auditor import Auditor
 from pynamodb_counters.cli import main
+from pynamodb_counters.exceptions import InvalidArgumentError
 from pynamodb_counters.testing.server import ServedMoto
+from tests.app_package import run, source, write_app, write_package
 from tests.factories import post, snapshot, stored
 from tests.models import Like, Post, Video, View
 
@@ -26,12 +31,6 @@ def drifted_posts() -> None:
     with skip_counting():
         Like(pk="POST#bad", sk="LIKE#USER#1", liked_at=1).save()
         Like(pk="POST#bad", sk="LIKE#USER#2", liked_at=1).save()
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.usefixtures("dynamodb")
@@ -166,18 +165,7 @@ def test_counts_in_output_agree_with_their_nouns(capsys: pytest.CaptureFixture[s
 
 
 def test_the_console_script_imports_models_from_the_current_directory(tmp_path: Path) -> None:
-    (tmp_path / "myapp").mkdir()
-    (tmp_path / "myapp" / "__init__.py").write_text("")
-    (tmp_path / "myapp" / "models.py").write_text(
-        "from pynamodb.attributes import UnicodeAttribute\n"
-        "from pynamodb.models import Model\n"
-        "from pynamodb_counters import CounterField, CounterMixin\n\n\n"
-        "class Post(CounterMixin, Model):\n"
-        "    class Meta:\n"
-        "        table_name = 'Posts'\n"
-        "        region = 'us-east-1'\n\n"
-        "    pk = UnicodeAttribute(hash_key=True)\n"
-        "    like_tally = CounterField()\n")
+    write_package(tmp_path, "myapp", models=source("unfed_counter_models"))
     script = Path(sys.executable).parent / "pynamodb-counters"
     assert script.exists(), "the console script is installed beside the interpreter"
     finished = subprocess.run([str(script), "audit", "myapp.models:Post.like_tally"], cwd=tmp_path,
@@ -203,3 +191,127 @@ def test_json_output_after_an_error_is_a_json_error_object(capsys: pytest.Captur
     assert set(error) == {"error", "type"} and error["type"] == kind and message in error["error"]
     code, out, _ = run(capsys, *argv)
     assert code == 2 and out == ""  # without --json, stdout stays empty
+
+
+# -- exit status: 0 clean, 1 drift, 2 anything else, in one line on stderr ------------------------------------------
+@pytest.fixture
+def keyed(app: Path) -> Any:
+    """Parents keyed by a number, by bytes, by a date; each with a drifted counter (2 children, 0 stored)."""
+    import datetime
+
+    write_app(app, keyed=source("keyed_models"))
+    import app.keyed as module  # type: ignore[import-not-found]
+
+    for model in (module.Numbered, module.Binary, module.Dated):
+        model.create_table(billing_mode="PAY_PER_REQUEST")
+    module.Numbered(n=7).save()
+    module.Binary(b=b"\x00\xff").save()
+    module.Dated(name="d", at=datetime.datetime(2024, 1, 2, tzinfo=datetime.timezone.utc)).save()
+    return module
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_an_unexpected_error_exits_2_with_one_line_and_no_traceback(
+        keyed: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "audit", "app.keyed:Dated.broken")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["pynamodb-counters: RuntimeError: the children function broke "
+                                        "(run with --debug for the traceback)"]
+    code, out, err = run(capsys, "audit", "app.keyed:Dated.broken", "--json")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert json.loads(out) == {"error": "RuntimeError: the children function broke", "type": "RuntimeError"}
+    with pytest.raises(RuntimeError, match="the children function broke"):
+        main(["audit", "app.keyed:Dated.broken", "--debug"])
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_module_that_fails_to_import_exits_2(app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_app(app, broken="raise RuntimeError('no settings configured')\n", syntax="def (:\n")
+    for target in ("app.broken:Post.like_tally", "app.syntax:Post.like_tally"):
+        code, out, err = run(capsys, "audit", target)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert "cannot import 'app." in err
+    code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--import", "app.broken")
+    assert code == 2 and "no settings configured" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("target, parent", [
+    ("app.keyed:Numbered.tally", [7]),
+    ("app.keyed:Binary.tally", [base64.b64encode(b"\x00\xff").decode()]),
+    ("app.keyed:Dated.tally", ["d", "2024-01-02T00:00:00.000000+0000"]),
+])
+def test_json_output_is_valid_for_keys_of_every_type_and_keys_round_trip(
+        keyed: Any, capsys: pytest.CaptureFixture[str], target: str, parent: List[Any]) -> None:
+    for command in ("audit", "repair"):
+        code, out, err = run(capsys, command, target, "--json")
+        assert code == 1, err
+        report = json.loads(out)
+        assert [(d["key"], d["stored"], d["actual"]) for d in report["drifts"]] == [(parent, 0, 2)]
+    code, out, _ = run(capsys, "audit", target, "--parent", json.dumps(parent), "--json")  # the key as printed
+    assert code == 1 and json.loads(out)["drifts"][0]["key"] == parent
+    code, out, _ = run(capsys, "repair", target, "--parent", json.dumps(parent), "--apply", "--json")
+    assert code == 0 and json.loads(out)["repairs"][0]["status"] == "repaired"
+    code, out, _ = run(capsys, "audit", target)
+    assert code == 0 and "0 drifted" in out
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_failure_mid_repair_prints_what_was_done_and_the_error(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for pk in ("POST#1", "POST#2"):
+        post(pk)
+        with skip_counting():
+            Like(pk=pk, sk="LIKE#USER#1", liked_at=1).save()
+    apply = Auditor._apply
+    calls = []
+
+    def fail_second(self: Any, *args: Any) -> bool:
+        calls.append(args)
+        if len(calls) == 2:
+            raise ConnectionResetError("the connection dropped")
+        return apply(self, *args)
+
+    monkeypatch.setattr(Auditor, "_apply", fail_second)
+    code, out, err = run(capsys, "repair", "tests.models:Post.like_tally", "--apply", "--json")
+    report = json.loads(out)
+    assert code == 2 and report["error"] == "ConnectionResetError: the connection dropped"
+    assert [(r["key"], r["status"]) for r in report["repairs"]] == [(["POST#1", "META"], "repaired")]
+    assert len(err.strip().splitlines()) == 1
+    assert Post.get("POST#1", "META").like_tally == 1 and Post.get("POST#2", "META").like_tally == 0
+
+
+# -- odd inputs are refused or understood ---------------------------------------------------------------------------
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_max_attempts_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    post("POST#1")
+    with skip_counting():
+        Like(pk="POST#1", sk="LIKE#USER#1", liked_at=1).save()
+    before = snapshot()
+    code, out, err = run(capsys, "repair", "tests.models:Post.like_tally", "--apply", "--max-attempts", value)
+    assert code == 2 and out == "" and "--max-attempts" in err and len(err.strip().splitlines()) == 1
+    assert snapshot() == before
+    with pytest.raises(InvalidArgumentError, match="max_attempts"):
+        repair(audit(Post.like_tally).drifts, max_attempts=0)
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_numeric_hash_key_is_given_bare(keyed: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "audit", "app.keyed:Numbered.tally", "--parent", "7")
+    assert code == 1, err
+    assert "Numbered [7] tally: stored 0, actual 2" in out
+    code, out, err = run(capsys, "audit", "app.keyed:Binary.tally", "--parent", base64.b64encode(b"\x00\xff").decode())
+    assert code == 1, err
+    code, out, err = run(capsys, "audit", "app.keyed:Numbered.tally", "--parent", "seven")
+    assert code == 2 and "--parent 'seven'" in err and "number" in err
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_an_unknown_option_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--no-such-option")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["pynamodb-counters: error: unrecognized arguments: --no-such-option "
+                                        "(see pynamodb-counters --help)"]
+    code, out, err = run(capsys, "nothing")
+    assert code == 2 and len(err.strip().splitlines()) == 1

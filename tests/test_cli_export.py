@@ -6,13 +6,14 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import List, Tuple
+from typing import List
 
 import pytest
 
 from pynamodb_counters import ExportProgress, audit, skip_counting
-from pynamodb_counters.cli import _ExportProgress, main
+from pynamodb_counters.cli import _ExportProgress
 from pynamodb_counters.testing import export_table
+from tests.app_package import run
 from tests.export_models import TABLE_MODELS, Forum, Member, Topic
 from tests.models import Post, User
 
@@ -26,12 +27,6 @@ ITEMS = 1 + 3 + 1
 @pytest.fixture
 def counters_models() -> List[type]:
     return [*TABLE_MODELS, Post, User]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def drifted_forums(directory: Path) -> str:

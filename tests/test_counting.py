@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from pynamodb_counters import WriteResult
+from pynamodb_counters import WriteResult, skip_counting
 from pynamodb_counters.exceptions import (
     CounterUnderflowError,
     DuplicateChildError,
     MissingChildError,
+    ParentKeyError,
     ParentNotFoundError,
 )
-from tests.factories import LIKED_AT, like, post, snapshot, stored, tally
+from tests.factories import LIKED_AT, bookmarks, like, post, snapshot, stored, tally
 from tests.models import Board, Bookmark, Card, Comment, Doc, Edit, Like, Post, Reply, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -180,3 +181,52 @@ def test_deleting_an_absent_child_of_a_drifted_parent_is_missing_not_underflow()
         like("nobody").delete()
     assert like("nobody").delete(ignore_missing=True).missing
     assert snapshot() == before
+
+
+# -- a counted delete counts off the stored child's parents, whatever the instance holds ----------------------------
+def test_delete_of_an_edited_instance_counts_off_the_stored_parent(bookmarked: None) -> None:
+    b = Bookmark.get("POST#a91f", "BOOKMARK#USER#7c20")
+    b.user_id = "U2"  # edited in memory, never saved
+    result = b.delete()
+    assert (bookmarks("U1"), bookmarks("U2")) == (0, 1)
+    assert Post.get("POST#a91f", "META").bookmark_count == 1
+    assert sorted((c.key, c.delta) for c in result.changes if c.attribute == "bookmarks") == [(("U1",), -1)]
+    with pytest.raises(Bookmark.DoesNotExist):
+        Bookmark.get("POST#a91f", "BOOKMARK#USER#7c20")
+
+
+def test_delete_of_a_key_only_instance_counts_off_the_stored_parent(bookmarked: None) -> None:
+    Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#7c20").delete()
+    assert (bookmarks("U1"), bookmarks("U2")) == (0, 1)
+    assert Post.get("POST#a91f", "META").bookmark_count == 1
+
+
+def test_key_only_delete_of_an_absent_child_is_missing_and_writes_nothing(bookmarked: None) -> None:
+    before = snapshot()
+    with pytest.raises(MissingChildError):
+        Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#nobody").delete()
+    assert Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#nobody").delete(ignore_missing=True).missing
+    assert snapshot() == before
+
+
+def test_key_only_delete_of_a_stored_child_whose_parent_cannot_be_named_is_a_clear_error(bookmarked: None) -> None:
+    Bookmark._get_connection().put_item("POST#a91f", "BOOKMARK#USER#ghost")  # written by hand, without a user
+    before = snapshot()
+    with pytest.raises(ParentKeyError):
+        Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#ghost").delete()
+    assert snapshot() == before
+
+
+def test_a_stale_delete_keeps_the_version_check(dynamodb: None) -> None:
+    Doc(doc_id="D1").save()
+    Edit(doc_id="D1", seq=1).save()
+    stale = Edit.get("D1", 1)
+    with skip_counting(Edit):
+        fresh = Edit.get("D1", 1)
+        fresh.save()  # the version moves on
+    from pynamodb_counters.exceptions import ConditionFailedError
+
+    with pytest.raises(ConditionFailedError):
+        stale.delete()
+    assert Doc.get("D1").edit_count == 1
+    assert Edit.get("D1", 1)

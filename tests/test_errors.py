@@ -5,8 +5,10 @@ import logging
 from typing import Any
 
 import pytest
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.exceptions import PutError
 
-from pynamodb_counters import CountedTransaction, RetryPolicy
+from pynamodb_counters import CountedTransaction, RetryPolicy, skip_counting
 from pynamodb_counters.exceptions import RetriesExhaustedError, TransactionError
 from tests.factories import like, post, snapshot
 from tests.models import Like, Post
@@ -94,6 +96,42 @@ def test_an_item_over_400_kb_is_refused_and_nothing_is_written() -> None:
         Comment(pk="POST#a91f", sk="COMMENT#big", text="x" * 410_000).save()
     assert caught.value.cause_response_code == "ValidationException"
     assert "size" in str(caught.value).lower()
+    assert snapshot() == before
+
+
+class BigLike(Like):
+    """A like with a free-text note, to reach DynamoDB's item size limit."""
+
+    note = UnicodeAttribute(null=True)
+
+
+def largest_note() -> int:
+    """The longest note a plain Put of a BigLike accepts (found on the engine: moto sizes items its own way)."""
+    low, high = 0, 420 * 1024
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            with skip_counting():
+                BigLike(pk="POST#probe", sk="LIKE#USER#probe", liked_at=1, note="x" * middle).save()
+            low = middle
+        except PutError:
+            high = middle - 1
+    with skip_counting():
+        BigLike(pk="POST#probe", sk="LIKE#USER#probe").delete()
+    return low
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("dynamodb")
+def test_an_item_too_large_only_with_the_write_id_says_so() -> None:
+    post("POST#big")
+    big = BigLike(pk="POST#big", sk="LIKE#USER#big", liked_at=1, note="x" * largest_note())
+    before = snapshot()
+    with pytest.raises(TransactionError) as caught:
+        big.save()
+    message = str(caught.value)
+    assert "BigLike ('POST#big', 'LIKE#USER#big')" in message and "write id" in message and "_cwid" in message
+    assert "Nothing was written" in message and caught.value.cause_response_code == "ValidationException"
     assert snapshot() == before
 
 

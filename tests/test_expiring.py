@@ -32,11 +32,11 @@ from pynamodb_counters._expiry_rules import MARKER, MARKER_LIFETIME
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, InvalidArgumentError
 from pynamodb_counters.signals import child_removed, duplicate_rejected
 from pynamodb_counters.streams import ExpiryResult, count_expiries, not_a_marker
+from tests.client_hooks import hooked, transact_requests
 from tests.factories import raw_client, stored
 from tests.models import DailyInvites, Invite, Session, Team
 from tests.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
 from tests.test_declarations import refused
-from tests.test_safety_misc import hooked, transact_requests
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

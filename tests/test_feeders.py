@@ -1,29 +1,31 @@
-"""Issue 19, newcomer 1: the feeder record (``_cfeed``) names each relation by what survives a refactor (the data
-it counts, or an explicit ``feeder=``), entries of the former ``module:Class.relation`` format are still
-recognised, and ``migrate_feeders()`` (the command's ``feeders``) rewrites or forgets recorded entries in bulk,
-live.
+"""The feeder record (``_cfeed``): every counted write records, on the parent item (or the shard item) it counts on,
+the relations that fed its counters, and an audit or repair never acts on a counter fed by a relation that is not
+loaded (issue 10, case 1). Issue 19, newcomer 1: each relation is recorded by what survives a refactor (the data it
+counts, or an explicit ``feeder=``), entries of the former ``module:Class.relation`` format are still recognised,
+and ``migrate_feeders()`` (the command's ``feeders``) rewrites or forgets recorded entries in bulk, live.
 
-Renamed modules are real modules written to ``tmp_path`` (the ``app`` fixture of ``test_safety_reconcile``); models
-declared in ``__main__`` are the same source run with another ``__name__``.
+The app's modules are real modules written to ``tmp_path`` (the ``app`` fixture, from ``tests/apps/``): two of them
+feed one counter (``app.posts`` and ``app.reactions``), imported both to write, then forgotten (as a fresh process
+would) before the command runs with ``app.posts`` alone; a renamed module is the same file under another name.
+Models declared in ``__main__`` are the same source run with another ``__name__``.
 """
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from pynamodb_counters import audit, repair, skip_counting
+from pynamodb_counters import Drift, audit, bulk_save, repair, set_counter, skip_counting
 from pynamodb_counters.exceptions import ConfigurationError
-from tests.factories import post, raw_client, snapshot
+from tests.app_package import forget_app, run, source, write_app
+from tests.factories import post, raw_client, raw_item, raw_update, snapshot, stored
 from tests.models import Bookmark, Like, Post, User, Video, View
-from tests.test_safety_reconcile import MODELS, app, forget_app, raw_item, run, write_app  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
-META = {"pk": {"S": "P1"}, "sk": {"S": "META"}}
+P1 = {"pk": {"S": "P1"}, "sk": {"S": "META"}}
 
 
 def feeds(table: str, key: Dict[str, Any]) -> Any:
@@ -49,58 +51,122 @@ def test_a_counted_write_records_its_feeder_by_the_data_it_counts_never_by_modul
     assert View.video.feed == "view_count<prefix=VIEW#"
 
 
-FACTORY = '''
-from pynamodb.attributes import UnicodeAttribute
-from pynamodb.models import Model
-
-from pynamodb_counters import CounterField, CounterMixin, counted_by
-
-
-def build(table):
-    class Post(CounterMixin, Model):
-        class Meta:
-            table_name = table
-            region = "us-east-1"
-
-        pk = UnicodeAttribute(hash_key=True)
-        sk = UnicodeAttribute(range_key=True)
-        like_tally = CounterField()
-        comment_count = CounterField()
-
-        @classmethod
-        def audit_filter(cls):
-            return cls.sk == "META"
-
-    class Like(CounterMixin, Model):
-        class Meta:
-            table_name = table
-            region = "us-east-1"
-
-        pk = UnicodeAttribute(hash_key=True)
-        sk = UnicodeAttribute(range_key=True)
-        post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
-
-    class Comment(CounterMixin, Model):
-        class Meta:
-            table_name = table
-            region = "us-east-1"
-
-        pk = UnicodeAttribute(hash_key=True)  # COMMENT#c1: its own partition
-        sk = UnicodeAttribute(range_key=True)
-        post_id = UnicodeAttribute()
-        post = counted_by(Post.comment_count, key=lambda c: (c.post_id, "META"),
-                          children=lambda key: sum(1 for c in Comment.scan(Comment.post_id == key[0],
-                                                                            consistent_read=True)))
-
-    return Post, Like, Comment
-'''
+def test_counted_writes_record_their_feeders_and_parent_saves_keep_them() -> None:
+    key = post("POST#rec")
+    Like(pk="POST#rec", sk="LIKE#USER#1", liked_at=1).save()
+    bulk_save([Like(pk="POST#bulk", sk="LIKE#USER#1", liked_at=1)] if post("POST#bulk") else [])
+    for pk in ("POST#rec", "POST#bulk"):
+        item = raw_item("Social", {"pk": {"S": pk}, "sk": {"S": "META"}})
+        assert item["_cfeed"] == {"SS": ["like_tally<prefix=LIKE#"]}
+    loaded = Post.get(*key)
+    loaded.title = "Edited"
+    loaded.save()  # a parent save SETs its declared attributes only
+    item = raw_item("Social", {"pk": {"S": "POST#rec"}, "sk": {"S": "META"}})
+    assert item["_cfeed"] == {"SS": ["like_tally<prefix=LIKE#"]} and item["title"] == {"S": "Edited"}
+    assert Post.get(*key).like_tally == 1 and "_cfeed" not in Post.get(*key).attribute_values
+    assert audit(Post.like_tally, parents=[key]).unverifiable == ()
 
 
+def test_a_sharded_counter_records_feeders_on_its_shard_items_and_audits_read_them_all() -> None:
+    Video(pk="VIDEO#v1", sk="META").save()
+    views = [View(pk="VIDEO#v1", sk=f"VIEW#USER#{n}") for n in range(8)]
+    for view in views:
+        view.save()
+    items = [item for item in stored("Videos") if item["pk"]["S"].startswith("VIDEO#v1") and "_cfeed" in item]
+    assert items and all(item["_cfeed"] == {"SS": ["view_count<prefix=VIEW#"]} for item in items)
+    shard = next(item for item in items if "_cshard" in item)  # a shard item, not the parent
+    raw_update("Videos", {"pk": shard["pk"], "sk": shard["sk"]}, "ADD _cfeed :n",
+               {":n": {"SS": ["view_count<gone.models:Boost.video"]}})
+    report = audit(Video.view_count, parents=[("VIDEO#v1", "META")])
+    assert report.drifts == ()
+    assert [u.unloaded for u in report.unverifiable] == [("gone.models:Boost.video",)]
+    assert audit(Video.report_count, parents=[("VIDEO#v1", "META")]).unverifiable == ()  # another counter's
+
+
+# -- an audit or a repair never acts on a counter fed by a relation that is not loaded ------------------------------
+def seed_blog(app: Path) -> None:
+    """P1 with 3 likes and 2 reactions (exact: 5), P2 with 1 like, written by a process that loaded both
+    modules: each counted write records the relation that fed the counter (P2: Like.post only)."""
+    write_app(app, posts=source("blog_models"), reactions=source("reaction_models"))
+    from app.posts import Like as AppLike  # type: ignore[import-not-found]
+    from app.posts import Post as AppPost
+    from app.reactions import Reaction  # type: ignore[import-not-found]
+
+    AppPost.create_table(billing_mode="PAY_PER_REQUEST")
+    AppPost(pk="P1", sk="META").save()
+    AppPost(pk="P2", sk="META").save()
+    for n in range(3):
+        AppLike(pk="P1", sk=f"LIKE#{n}").save()
+    for n in range(2):
+        Reaction(pk="P1", sk=f"REACTION#{n}").save()
+    AppLike(pk="P2", sk="LIKE#0").save()
+    assert AppPost.get("P1", "META").like_tally == 5
+    forget_app()
+
+
+def blog_items() -> List[Dict[str, Any]]:
+    return sorted(stored("Blog"), key=repr)
+
+
+def test_repair_refuses_a_counter_fed_by_a_relation_that_is_not_loaded(
+        app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed_blog(app)
+    before = blog_items()
+    code, out, err = run(capsys, "repair", "app.posts:Post.like_tally", "--apply")
+    assert "repaired 5 -> 3" not in out
+    assert 'Post ["P1", "META"] like_tally: unverifiable: fed by prefix=REACTION#, which is not ' \
+           'loaded' in out
+    assert code == 2 and "--import" in err and len(err.strip().splitlines()) == 1
+    assert blog_items() == before  # nothing written
+    assert raw_item("Blog", P1)["like_tally"] == {"N": "5"}
+    code, out, err = run(capsys, "audit", "app.posts:Post.like_tally", "--json")
+    report = json.loads(out)
+    assert code == 2 and report["drifted"] == 0 and report["unverifiable"] == [
+        {"model": "Post", "key": [pk, "META"], "attribute": "like_tally",
+         "unloaded": ["prefix=REACTION#"],
+         "reason": "unverifiable: fed by prefix=REACTION#, which is not loaded"} for pk in ("P1",)]
+    assert err.strip().splitlines() == [
+        "pynamodb-counters: 1 parent unverifiable: fed by prefix=REACTION#, not loaded; load the modules "
+        "declaring them with --import MODULE (entries of relations removed from the code: pynamodb-counters "
+        "feeders --forget)"]
+    code, out, err = run(capsys, "audit", "app.posts:Post.like_tally", "--import", "app.reactions")
+    assert code == 0 and "2 parents checked, 0 drifted" in out and err == ""
+
+
+def test_the_python_api_refuses_a_counter_fed_by_a_relation_that_is_not_loaded_and_set_counter_overrides(
+        app: Path) -> None:
+    seed_blog(app)
+    from app.posts import Post as AppPost
+
+    report = audit(AppPost.like_tally)
+    assert report.drifts == () and report.parents_checked == 2
+    assert [(u.key, u.unloaded, u.reason) for u in report.unverifiable] == [
+        ((pk, "META"), ("prefix=REACTION#",),
+         "unverifiable: fed by prefix=REACTION#, which is not loaded") for pk in ("P1",)]
+    sequence = int(raw_item("Blog", P1)["_cseq"]["N"])
+    before = blog_items()
+    repairs = repair([Drift(AppPost, ("P1", "META"), "like_tally", 5, 3, sequence)])  # as an older audit saw it
+    assert [(r.status, r.reason) for r in repairs.repairs] == [
+        ("refused", "unverifiable: fed by prefix=REACTION#, which is not loaded")]
+    assert not repairs.complete
+    assert blog_items() == before
+    set_counter(AppPost.like_tally, ("P1", "META"), 4)  # the explicit override still works
+    assert raw_item("Blog", P1)["like_tally"] == {"N": "4"}
+
+
+def test_the_no_feeder_error_says_to_import_more(app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_app(app, only=source("blog_models").replace("    post = counted_by", "    # post = counted_by"))
+    code, out, err = run(capsys, "audit", "app.only:Post.like_tally")
+    assert code == 2 and out == "" and "no counted_by() relation feeds Post.like_tally" in err
+    assert "--import" in err
+
+
+# -- a feeder record survives a refactor: models declared in __main__ or in a factory, a renamed module -------------
 def factory_models(module_name: str) -> Tuple[Any, Any, Any]:
-    """The models of :data:`FACTORY`, built by its factory function in a module named ``module_name``: what a
-    process running the app as ``__main__``, or after a module was renamed, declares."""
+    """The models of ``tests/apps/factory_models.py``, built by its factory function in a module named
+    ``module_name``: what a process running the app as ``__main__``, or after a module was renamed, declares."""
     namespace: Dict[str, Any] = {"__name__": module_name}
-    exec(compile(textwrap.dedent(FACTORY), f"<{module_name}>", "exec"), namespace)
+    exec(compile(source("factory_models"), f"<{module_name}>", "exec"), namespace)
     built: Tuple[Any, Any, Any] = namespace["build"]("Feeders")
     return built
 
@@ -123,8 +189,8 @@ def test_models_built_by_a_factory_in_main_are_auditable_by_a_process_that_impor
 
 
 def test_a_parent_written_before_its_module_was_renamed_stays_auditable(
-        app: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
-    write_app(app, posts=MODELS)
+        app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_app(app, posts=source("blog_models"))
     from app.posts import Like as OldLike  # type: ignore[import-not-found]
     from app.posts import Post as OldPost
 
@@ -132,7 +198,7 @@ def test_a_parent_written_before_its_module_was_renamed_stays_auditable(
     OldPost(pk="P1", sk="META").save()
     OldLike(pk="P1", sk="LIKE#1").save()
     forget_app()
-    write_app(app, blog=MODELS)  # app/posts.py renamed app/blog.py
+    write_app(app, blog=source("blog_models"))  # app/posts.py renamed app/blog.py
     (app / "posts.py").unlink()
     code, out, err = run(capsys, "audit", "app.blog:Post.like_tally")
     assert code == 0 and "1 parent checked, 0 drifted" in out and err == ""

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from pynamodb.connection import Connection
+from pynamodb.transactions import TransactWrite
 
 from pynamodb_counters import counted_by, set_counter, skip_counting
 from pynamodb_counters.exceptions import (
@@ -12,7 +14,7 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from tests.factories import like, post, snapshot
-from tests.models import Bookmark, Like, Post, User
+from tests.models import REGION, Bookmark, Like, Post, User, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -281,3 +283,78 @@ def test_an_update_refused_by_the_callers_condition_is_still_pynamodbs_error() -
     assert caught.value.cause_response_code == "ConditionalCheckFailedException"
     stored.update(actions=[Like.liked_at.set(5)])
     assert Like.get("POST#a91f", "LIKE#USER#a", consistent_read=True).liked_at == 5
+
+
+# -- PynamoDB's TransactWrite cannot bypass counting ----------------------------------------------------------------
+def _connection() -> Connection:
+    return Connection(region=REGION)
+
+
+def test_transact_write_save_of_a_counted_child_is_refused(dynamodb: None) -> None:
+    post()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="CountedTransaction"):
+        with TransactWrite(connection=_connection()) as tw:
+            tw.save(Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1))
+            tw.update(Post.get("POST#a91f", "META"), actions=[Post.like_tally.add(5)])
+    assert snapshot() == before
+
+
+def test_transact_write_update_of_a_counter_is_refused(dynamodb: None) -> None:
+    post()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="CountedTransaction"):
+        with TransactWrite(connection=_connection()) as tw:
+            tw.update(Post.get("POST#a91f", "META"), actions=[Post.like_tally.add(5)])
+    assert snapshot() == before
+
+
+def test_transact_write_save_of_a_parent_is_refused(dynamodb: None) -> None:
+    post()
+    Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="CountedTransaction"):
+        with TransactWrite(connection=_connection()) as tw:
+            tw.save(Post(pk="POST#a91f", sk="META", title="reset?"))
+    assert snapshot() == before
+    assert Post.get("POST#a91f", "META").like_tally == 1
+
+
+def test_transact_write_delete_of_a_counted_child_is_refused(dynamodb: None) -> None:
+    post()
+    Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="CountedTransaction"):
+        with TransactWrite(connection=_connection()) as tw:
+            tw.delete(Like.get("POST#a91f", "LIKE#USER#1"))
+    assert snapshot() == before
+
+
+def test_transact_write_delete_of_a_sharded_parent_is_refused(dynamodb: None) -> None:
+    Video(pk="VIDEO#v1", sk="META").save()
+    View(pk="VIDEO#v1", sk="VIEW#USER#1").save()
+    before = snapshot()
+    with pytest.raises(CountingBypassError, match="CountedTransaction"):
+        with TransactWrite(connection=_connection()) as tw:
+            tw.delete(Video.get("VIDEO#v1", "META"))
+    assert snapshot() == before
+
+
+def test_transact_write_keeps_uncounted_writes_and_the_parents_other_attributes(dynamodb: None) -> None:
+    post()
+    Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
+    with TransactWrite(connection=_connection()) as tw:
+        tw.update(Post.get("POST#a91f", "META"), actions=[Post.title.set("edited")])
+        tw.update(Like.get("POST#a91f", "LIKE#USER#1"), actions=[Like.liked_at.set(2)])
+    stored_post = Post.get("POST#a91f", "META")
+    assert (stored_post.title, stored_post.like_tally) == ("edited", 1)
+    assert Like.get("POST#a91f", "LIKE#USER#1").liked_at == 2
+
+
+def test_transact_write_inside_skip_counting_is_plain_pynamodb(dynamodb: None) -> None:
+    post()
+    with skip_counting(Like):
+        with TransactWrite(connection=_connection()) as tw:
+            tw.save(Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1))
+    assert Like.get("POST#a91f", "LIKE#USER#1").liked_at == 1
+    assert Post.get("POST#a91f", "META").like_tally == 0

@@ -1,4 +1,4 @@
-"""Tests of the test harness: the serialised moto server and the fault proxy."""
+"""Tests of the test harness: the serialised moto server (its memory stays bounded) and the fault proxy."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults
+from tests.factories import raw_client
 from tests.faults import Fault, FaultProxy
 
 TABLE = "harness"
@@ -182,6 +183,35 @@ def test_start_on_port_in_use_raises() -> None:
 def test_reset_requires_start() -> None:
     with pytest.raises(RuntimeError, match="not started"):
         ServedMoto().reset()
+
+
+def tracked_instances() -> int:
+    """How many objects moto holds for its dashboard, over every service."""
+    from moto.core.model_instances import model_data
+
+    return sum(len(getattr(cls, "instances_tracked", ())) for models in model_data.values()
+               for cls in models.values())
+
+
+@pytest.mark.slow
+@pytest.mark.served
+def test_the_served_engine_memory_stays_bounded(served: ServedMoto) -> None:
+    from tests.models import Like, Post
+
+    client = raw_client(served.endpoint_url)
+    Post(pk="POST#big", sk="META").save()
+    for start in range(0, 1000, 25):  # a thousand likes, loaded uncounted (BatchWriteItem) and counted by hand
+        client.batch_write_item(RequestItems={"Social": [
+            {"PutRequest": {"Item": {"pk": {"S": "POST#big"}, "sk": {"S": f"LIKE#USER#{n}"},
+                                     "liked_at": {"N": "1"}}}} for n in range(start, start + 25)]})
+    client.update_item(TableName="Social", Key={"pk": {"S": "POST#big"}, "sk": {"S": "META"}},
+                       UpdateExpression="SET like_tally = :n", ExpressionAttributeValues={":n": {"N": "1000"}})
+    for n in range(300):  # 300 TransactWriteItems, each deep-copying the 1,001-item table
+        Like(pk="POST#big", sk=f"LIKE#USER#new{n}", liked_at=2).save()
+    assert Post.get("POST#big", "META", consistent_read=True).like_tally == 1300
+    assert client.scan(TableName="Social", Select="COUNT", ConsistentRead=True)["Count"] == 1301
+    # without forgetting them, moto keeps every item of every transaction's table copy: over 300,000 objects
+    assert tracked_instances() < 100
 
 
 # FaultProxy

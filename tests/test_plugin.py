@@ -1,45 +1,15 @@
-"""The pytest plugin, as a user's suite sees it: two lines of conftest, then fixtures (run with pytester)."""
+"""The pytest plugin, as a user's suite sees it: two lines of conftest, then fixtures (run with pytester, on the
+models of ``tests/apps/plugin_models.py``)."""
 from __future__ import annotations
 
+from typing import Optional
+
 import pytest
+
+from tests.app_package import source
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow  # each test runs pytest in a subprocess
-
-MODELS = '''
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.models import Model
-from pynamodb_counters import CounterField, CounterMixin, counted_by
-
-
-class Post(CounterMixin, Model):
-    class Meta:
-        table_name = "PluginSocial"
-        region = "us-east-1"
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    like_tally = CounterField()
-
-    @classmethod
-    def audit_filter(cls):
-        return cls.sk == "META"
-
-
-class Like(CounterMixin, Model):
-    class Meta:
-        table_name = "PluginSocial"
-        region = "us-east-1"
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    liked_at = NumberAttribute()
-    post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
-'''
-
-CONFTEST = '''
-import pytest
-from app_models import Post
-counters_models = pytest.fixture(lambda: [Post])
-'''
 
 TESTS = '''
 from concurrent.futures import ThreadPoolExecutor
@@ -91,9 +61,10 @@ def test_threads_on_the_served_engine(counters_backend, assert_counters_exact):
 '''
 
 
-def make_suite(pytester: pytest.Pytester, expected_kind: str, conftest: str = CONFTEST) -> None:
-    pytester.makepyfile(app_models=MODELS)
-    pytester.makeconftest(conftest)
+def make_suite(pytester: pytest.Pytester, expected_kind: str, conftest: Optional[str] = None) -> None:
+    """The user's models, their conftest (the plugin's two lines unless ``conftest`` is given) and their tests."""
+    pytester.makepyfile(app_models=source("plugin_models"))
+    pytester.makeconftest(source("plugin_conftest") if conftest is None else conftest)
     pytester.makepyfile(test_app=TESTS.replace("EXPECTED_KIND", repr(expected_kind)))
 
 
@@ -117,8 +88,8 @@ def test_models_from_the_ini_file(pytester: pytest.Pytester) -> None:
 
 
 def test_a_failing_count_is_reported_by_the_plugin(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(app_models=MODELS)
-    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(app_models=source("plugin_models"))
+    pytester.makeconftest(source("plugin_conftest"))
     pytester.makepyfile(test_bad='''
 from app_models import Like, Post
 from pynamodb_counters import skip_counting

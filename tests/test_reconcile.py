@@ -147,6 +147,14 @@ def test_a_parent_deleted_before_the_repair() -> None:
     assert not result.status == "repaired"
 
 
+def test_a_parent_without_its_counter_reads_0_and_audits_as_drift() -> None:
+    key = post("POST#old")
+    raw_client(None).update_item(TableName="Social", Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}},
+                                 UpdateExpression="REMOVE like_tally")
+    assert Post.get(*key).like_tally == 0
+    assert [(d.stored, d.actual) for d in audit(Post.like_tally, parents=[key]).drifts] == [(None, 0)]
+
+
 def test_children_counted_by_a_callable_and_in_another_table() -> None:
     post()
     User(user_id="U1").save()

@@ -1,14 +1,17 @@
-"""Signals: who sends what, and a raising receiver never undoes a write."""
+"""Signals: who sends what, as blinker sends it (muted, coroutine receivers refused), and a raising receiver never
+undoes a write."""
 from __future__ import annotations
 
+import gc
 import logging
+import warnings
 from typing import Any, Dict, List
 
 import pytest
 
 from pynamodb_counters import signals, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
-from tests.factories import like, post
+from tests.factories import like, likes, post, tally
 from tests.models import Like, Post
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -90,3 +93,69 @@ def test_uncounted_writes_send_no_signal() -> None:
     with signals.child_added.connected_to(added), skip_counting():
         like().save()
     assert added.calls == []
+
+
+# -- signals behave as blinker's ------------------------------------------------------------------------------------
+def test_a_muted_signal_calls_no_receiver() -> None:
+    post()
+    heard: List[Any] = []
+    with signals.child_added.connected_to(lambda sender, **kw: heard.append(kw["instance"]), sender=Like):
+        with signals.child_added.muted():
+            like(1).save()
+        like(2).save()
+    assert [child.sk for child in heard] == ["LIKE#USER#2"]
+    assert (tally(), likes()) == (2, 2)
+
+
+def test_a_coroutine_receiver_gets_blinkers_answer_not_a_never_awaited_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    post()
+    called: List[Any] = []
+
+    async def on_like(sender: Any, **kwargs: Any) -> None:  # pragma: no cover - never run
+        called.append(kwargs)
+
+    with signals.child_added.connected_to(on_like, sender=Like):
+        with pytest.raises(RuntimeError) as blinker_answer:
+            signals.child_added.send(Like)  # what blinker itself answers at send
+        with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.ERROR, "pynamodb_counters"):
+            warnings.simplefilter("always")
+            result = like(1).save()
+            gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    assert called == []
+    [record] = [r for r in caplog.records if r.name == "pynamodb_counters.signals"]
+    assert record.exc_info is not None and str(record.exc_info[1]) == str(blinker_answer.value)
+    assert "child_added" in record.getMessage()
+    assert result.changes and (tally(), likes()) == (1, 1)  # the write stands
+
+
+def test_a_receiver_returning_a_coroutine_is_closed_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    post()
+
+    async def later() -> None:  # pragma: no cover - never run
+        pass
+
+    with signals.child_added.connected_to(lambda sender, **kw: later(), sender=Like):
+        with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.ERROR, "pynamodb_counters"):
+            warnings.simplefilter("always")
+            like(1).save()
+            gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    [record] = [r for r in caplog.records if r.name == "pynamodb_counters.signals"]
+    assert record.exc_info is not None and "returned a coroutine" in str(record.exc_info[1])
+    assert (tally(), likes()) == (1, 1)
+
+
+def test_a_raising_receiver_still_never_undoes_the_write(caplog: pytest.LogCaptureFixture) -> None:
+    post()
+
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise KeyError("receiver bug")
+
+    with signals.child_removed.connected_to(broken, sender=Like), signals.child_added.connected_to(broken):
+        like(1).save()
+        like(2).save()
+        like(1).delete()
+    assert (tally(), likes()) == (1, 1)
+    assert sum("receiver" in r.getMessage() for r in caplog.records) == 3

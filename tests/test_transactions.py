@@ -1,13 +1,15 @@
-"""The planner and CountedTransaction: request shapes, merged deltas, limits, mixed writes."""
+"""The planner and CountedTransaction: request shapes, merged deltas, limits, mixed writes, deletes counted off
+the stored child, and one commit."""
 from __future__ import annotations
 
 import re
+from typing import Any, Dict, List
 
 import pytest
 
-from pynamodb_counters import CountedTransaction, skip_counting
+from pynamodb_counters import CountedTransaction, signals, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, InvalidTransactionError, TransactionTooLargeError
-from tests.factories import LIKED_AT, like, post, snapshot
+from tests.factories import LIKED_AT, bookmarks, like, post, snapshot
 from tests.models import Board, Bookmark, Card, Comment, Like, Post, User
 
 
@@ -157,3 +159,52 @@ def test_skip_counting_applies_inside_a_transaction() -> None:
     assert Post.get("POST#a91f", "META").like_tally == 0
     assert Post.get("POST#a91f", "META").comment_count == 1
     assert Board  # imported for the discriminator test above
+
+
+def test_a_counted_transaction_delete_counts_off_the_stored_parent(bookmarked: None) -> None:
+    b = Bookmark.get("POST#a91f", "BOOKMARK#USER#7c20")
+    b.user_id = "U2"
+    with CountedTransaction() as transaction:
+        transaction.delete(b)
+        transaction.save(Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1))
+    assert (bookmarks("U1"), bookmarks("U2")) == (0, 1)
+    assert Post.get("POST#a91f", "META").like_tally == 1
+    assert transaction.result is not None and not transaction.result.uncertain
+
+
+# -- a transaction commits once -------------------------------------------------------------------------------------
+def test_commit_inside_the_block_is_not_sent_again_on_exit(dynamodb: None) -> None:
+    post()
+    added: List[Dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        added.append(kwargs)
+
+    with signals.child_added.connected_to(receiver):
+        with CountedTransaction() as transaction:
+            transaction.save(Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1))
+            transaction.commit()
+    assert len(added) == 1
+    assert Post.get("POST#a91f", "META").like_tally == 1
+
+
+def test_a_committed_delete_is_not_reported_missing_on_exit(dynamodb: None) -> None:
+    post()
+    Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
+    with CountedTransaction() as transaction:
+        transaction.delete(Like.get("POST#a91f", "LIKE#USER#1"))
+        transaction.commit()
+    assert Post.get("POST#a91f", "META").like_tally == 0
+
+
+def test_a_second_commit_is_a_clear_error_and_sends_nothing(dynamodb: None) -> None:
+    post()
+    transaction = CountedTransaction()
+    transaction.save(Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1))
+    transaction.commit()
+    before = snapshot()
+    with pytest.raises(InvalidTransactionError, match="already committed"):
+        transaction.commit()
+    with pytest.raises(InvalidTransactionError, match="already committed"):
+        transaction.save(Like(pk="POST#a91f", sk="LIKE#USER#2", liked_at=1))
+    assert snapshot() == before

@@ -1,5 +1,10 @@
-"""Issue 10, cases 3, 9 and 14: the shipped test helpers never destroy data they did not write, restore every
-model they touched exactly, and keep the served engine's memory flat."""
+"""The shipped test backend (:class:`pynamodb_counters.testing.Backend`, the plugin's ``counters_backend``) never
+destroys data it did not write: it uses only the tables it creates, refuses a table that already exists (a user's,
+or one a concurrent run created) and keeps its items, in every mode; and it restores every model it touched exactly,
+models sharing one ``Meta`` included.
+
+The plugin's runs are user suites run by pytester in a subprocess, on ``tests/apps/plugin_models.py``.
+"""
 from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Tuple
@@ -13,44 +18,12 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, counted_by
 from pynamodb_counters.testing import Backend, ExistingTableError
 from pynamodb_counters.testing.server import ServedMoto
+from tests.app_package import source
 
 pytest_plugins = ["pytester"]
 
-# ---------------------------------------------------------------------------------------------------------------
-# Case 3: the plugin deletes only the tables it created
-# ---------------------------------------------------------------------------------------------------------------
 
-MODELS = '''
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.models import Model
-from pynamodb_counters import CounterField, CounterMixin, counted_by
-
-
-class Post(CounterMixin, Model):
-    class Meta:
-        table_name = "SafetySocial"
-        region = "us-east-1"
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    like_tally = CounterField()
-
-
-class Like(CounterMixin, Model):
-    class Meta:
-        table_name = "SafetySocial"
-        region = "us-east-1"
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    liked_at = NumberAttribute()
-    post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
-'''
-
-CONFTEST = '''
-import pytest
-from app_models import Post
-counters_models = pytest.fixture(lambda: [Post])
-'''
-
+# -- the backend and the plugin delete only the tables they created -------------------------------------------------
 ONE_TEST = '''
 from app_models import Like, Post
 
@@ -61,7 +34,7 @@ def test_a_like(counters_backend):
     assert Post.get("POST#1", "META", consistent_read=True).like_tally == 1
 '''
 
-TABLE = "SafetySocial"
+TABLE = "PluginSocial"  # the table of plugin_models.py
 
 
 def client_for(endpoint_url: str) -> Any:
@@ -96,20 +69,20 @@ def endpoint(served_engine: ServedMoto) -> Iterator[str]:
 
 
 def run_inner(pytester: pytest.Pytester, endpoint: str, tests: str = ONE_TEST) -> pytest.RunResult:
-    pytester.makepyfile(app_models=MODELS)
-    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(app_models=source("plugin_models"))
+    pytester.makeconftest(source("plugin_conftest"))
     pytester.makepyfile(test_app=tests)
     return pytester.runpytest_subprocess(f"--counters-endpoint={endpoint}", "-p", "no:cacheprovider")
 
 
 @pytest.mark.slow
-def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoint: str) -> None:
+def test_the_plugin_keeps_a_preexisting_table(pytester: pytest.Pytester, endpoint: str) -> None:
     client = client_for(endpoint)
     create_table(client)
     put_six_items(client)
     result = run_inner(pytester, endpoint)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ExistingTableError: table SafetySocial already exists at http://127.0.0.1:*"
+    result.stdout.fnmatch_lines(["*ExistingTableError: table PluginSocial already exists at http://127.0.0.1:*"
                                  "*only uses tables it creates*"])
     assert TABLE in client.list_tables()["TableNames"]
     stored = items(client)
@@ -118,8 +91,8 @@ def test_case3_plugin_keeps_preexisting_table(pytester: pytest.Pytester, endpoin
 
 
 @pytest.mark.slow
-def test_case3_plugin_deletes_the_tables_it_created_and_nothing_else(pytester: pytest.Pytester,
-                                                                     endpoint: str) -> None:
+def test_the_plugin_deletes_the_tables_it_created_and_nothing_else(pytester: pytest.Pytester,
+                                                                   endpoint: str) -> None:
     client = client_for(endpoint)
     create_table(client, "UsersOwnTable")
     put_six_items(client, "UsersOwnTable")
@@ -129,20 +102,20 @@ def test_case3_plugin_deletes_the_tables_it_created_and_nothing_else(pytester: p
     assert len(items(client, "UsersOwnTable")) == 6
 
 
-def test_case3_table_with_another_key_schema_is_refused(pytester: pytest.Pytester, endpoint: str) -> None:
+def test_a_table_with_another_key_schema_is_refused(pytester: pytest.Pytester, endpoint: str) -> None:
     client = client_for(endpoint)
     create_table(client, keys=("id",))
     put_six_items(client, keys=("id",))
     result = run_inner(pytester, endpoint)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ExistingTableError: table SafetySocial already exists*"])
+    result.stdout.fnmatch_lines(["*ExistingTableError: table PluginSocial already exists*"])
     assert client.describe_table(TableName=TABLE)["Table"]["KeySchema"] == [{"AttributeName": "id",
                                                                              "KeyType": "HASH"}]
     assert len(items(client)) == 6
 
 
-def test_case3_table_created_by_a_concurrent_run_is_not_deleted(endpoint: str, monkeypatch: pytest.MonkeyPatch,
-                                                                ) -> None:
+def test_a_table_created_by_a_concurrent_run_is_not_deleted(endpoint: str, monkeypatch: pytest.MonkeyPatch,
+                                                             ) -> None:
     """Another run creates the table between this run's check and its CreateTable: refused, nothing deleted."""
     client = client_for(endpoint)
     real_exists = Album.exists
@@ -150,28 +123,28 @@ def test_case3_table_created_by_a_concurrent_run_is_not_deleted(endpoint: str, m
     def exists_then_lose_the_race() -> bool:
         found = real_exists()
         if not found:
-            create_table(client, "SafetyAlbums", keys=("pk",))
-            put_six_items(client, "SafetyAlbums", keys=("pk",))
+            create_table(client, "BackendAlbums", keys=("pk",))
+            put_six_items(client, "BackendAlbums", keys=("pk",))
         return found
 
     monkeypatch.setattr(Album, "exists", exists_then_lose_the_race)
-    with pytest.raises(ExistingTableError, match="table SafetyAlbums already exists"):
+    with pytest.raises(ExistingTableError, match="table BackendAlbums already exists"):
         with Backend("endpoint", [Album], endpoint):
             pytest.fail("the backend must refuse")  # pragma: no cover
-    assert sorted(client.list_tables()["TableNames"]) == ["SafetyAlbums"]  # SafetyEntries, created first, dropped
-    assert len(items(client, "SafetyAlbums")) == 6
+    assert sorted(client.list_tables()["TableNames"]) == ["BackendAlbums"]  # BackendEntries, created first, dropped
+    assert len(items(client, "BackendAlbums")) == 6
 
 
-def test_case3_in_process_mode_keeps_a_users_own_mock_tables() -> None:
+def test_in_process_mode_keeps_a_users_own_mock_tables() -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        create_table(client, "SafetyAlbums", keys=("pk",))
-        put_six_items(client, "SafetyAlbums", keys=("pk",))
-        with pytest.raises(ExistingTableError, match="table SafetyAlbums already exists"):
+        create_table(client, "BackendAlbums", keys=("pk",))
+        put_six_items(client, "BackendAlbums", keys=("pk",))
+        with pytest.raises(ExistingTableError, match="table BackendAlbums already exists"):
             with Backend("moto", [Album]):
                 pytest.fail("the backend must refuse")  # pragma: no cover
-        assert client.list_tables()["TableNames"] == ["SafetyAlbums"]
-        assert len(items(client, "SafetyAlbums")) == 6
+        assert client.list_tables()["TableNames"] == ["BackendAlbums"]
+        assert len(items(client, "BackendAlbums")) == 6
 
 
 SERVED_WITH_USERS_MOCK = '''
@@ -203,19 +176,16 @@ def test_served_beside_a_users_mock(users_mock, counters_backend):
 
 
 @pytest.mark.slow
-def test_case3_served_mode_keeps_a_users_own_mock_tables(pytester: pytest.Pytester) -> None:
+def test_served_mode_keeps_a_users_own_mock_tables(pytester: pytest.Pytester) -> None:
     """moto's state is process-wide: the served engine sees a user's ``mock_aws`` tables; it must leave them."""
-    pytester.makepyfile(app_models=MODELS)
-    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(app_models=source("plugin_models"))
+    pytester.makeconftest(source("plugin_conftest"))
     pytester.makepyfile(test_app=SERVED_WITH_USERS_MOCK)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Case 9: every model the backend touched is restored exactly
-# ---------------------------------------------------------------------------------------------------------------
-
+# -- every model the backend touched is restored exactly ------------------------------------------------------------
 ORIGINAL_HOST = "http://original.invalid:8000"
 
 
@@ -228,7 +198,7 @@ class SharedSettings:
 
 class Album(CounterMixin, Model):
     class Meta(SharedSettings):
-        table_name = "SafetyAlbums"
+        table_name = "BackendAlbums"
 
     pk = UnicodeAttribute(hash_key=True)
     photo_count = CounterField()
@@ -239,7 +209,7 @@ class Entry(CounterMixin, Model):
     """Polymorphic: every subclass shares this one ``Meta``."""
 
     class Meta:
-        table_name = "SafetyEntries"
+        table_name = "BackendEntries"
         region = "us-east-1"
         host = ORIGINAL_HOST
 
@@ -265,12 +235,12 @@ class Archive(Model):
     """Not counted; its ``Meta`` inherits ``Entry.Meta``'s host, so it follows wherever the backend points that."""
 
     class Meta(Entry.Meta):
-        table_name = "SafetyArchive"
+        table_name = "BackendArchive"
 
     pk = UnicodeAttribute(hash_key=True)
 
 
-MODELS_9 = (Album, Entry, Photo, Clip, Note, Archive)
+TOUCHED_MODELS = (Album, Entry, Photo, Clip, Note, Archive)
 _ABSENT = object()
 
 
@@ -282,15 +252,15 @@ def state(model: type) -> Dict[str, Any]:
     return {"meta": meta, **own, "_connection": model.__dict__.get("_connection", _ABSENT)}
 
 
-def test_case9_backend_restores_models_sharing_one_meta() -> None:
+def test_the_backend_restores_models_sharing_one_meta() -> None:
     Photo._get_connection()  # Photo holds a cached connection to the original host; the others hold none
-    before = {model: state(model) for model in MODELS_9}
+    before = {model: state(model) for model in TOUCHED_MODELS}
     assert before[Entry]["meta"] is before[Photo]["meta"] is before[Note]["meta"]
     assert before[Album]["host"] is _ABSENT and before[Archive]["host"] is _ABSENT
     assert before[Note]["_connection"] is _ABSENT
     with Backend("moto", [Album]) as backend:
         assert set(backend.models) >= {Album, Photo, Clip}
-        for model in MODELS_9:
+        for model in TOUCHED_MODELS:
             assert model.Meta.host is None  # type: ignore[attr-defined]
             assert model._get_connection().connection.host is None  # type: ignore[attr-defined]
         Album(pk="A1").save()
@@ -298,19 +268,19 @@ def test_case9_backend_restores_models_sharing_one_meta() -> None:
         Note(pk="A1", sk="NOTE#1").save()  # caches a connection to the test host on Note
         assert Archive.exists() is False  # caches one on Archive too
         assert Album.get("A1").photo_count == 1
-    after = {model: state(model) for model in MODELS_9}
+    after = {model: state(model) for model in TOUCHED_MODELS}
     assert after == before
     assert Entry.Meta.host == Album.Meta.host == Archive.Meta.host == ORIGINAL_HOST
     assert Photo._get_connection().connection.host == ORIGINAL_HOST
 
 
-def test_case9_backend_restores_models_when_it_refuses() -> None:
-    before = {model: state(model) for model in MODELS_9}
+def test_the_backend_restores_models_when_it_refuses() -> None:
+    before = {model: state(model) for model in TOUCHED_MODELS}
     with mock_aws():
-        create_table(boto3.client("dynamodb", region_name="us-east-1"), "SafetyEntries", keys=("pk", "sk"))
+        create_table(boto3.client("dynamodb", region_name="us-east-1"), "BackendEntries", keys=("pk", "sk"))
         with pytest.raises(ExistingTableError):
             Backend("moto", [Album]).__enter__()
-    assert {model: state(model) for model in MODELS_9} == before
+    assert {model: state(model) for model in TOUCHED_MODELS} == before
 
 
 def test_the_backend_keeps_a_models_connection_for_the_next_test_unless_the_test_replaced_it_or_its_settings(
@@ -331,37 +301,3 @@ def test_the_backend_keeps_a_models_connection_for_the_next_test_unless_the_test
     with Backend("moto", [Album]):
         assert Album._get_connection() is not fresh  # made from other settings
         assert Album._get_connection().connection.host is None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Case 14: the served engine forgets the objects moto tracks for its dashboard
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def tracked_instances() -> int:
-    """How many objects moto holds for its dashboard, over every service."""
-    from moto.core.model_instances import model_data
-
-    return sum(len(getattr(cls, "instances_tracked", ())) for models in model_data.values()
-               for cls in models.values())
-
-
-@pytest.mark.slow
-@pytest.mark.served
-def test_case14_served_engine_memory_stays_bounded(served: ServedMoto) -> None:
-    from tests.models import Like, Post
-
-    client = client_for(served.endpoint_url)
-    Post(pk="POST#big", sk="META").save()
-    for start in range(0, 1000, 25):  # a thousand likes, loaded uncounted (BatchWriteItem) and counted by hand
-        client.batch_write_item(RequestItems={"Social": [
-            {"PutRequest": {"Item": {"pk": {"S": "POST#big"}, "sk": {"S": f"LIKE#USER#{n}"},
-                                     "liked_at": {"N": "1"}}}} for n in range(start, start + 25)]})
-    client.update_item(TableName="Social", Key={"pk": {"S": "POST#big"}, "sk": {"S": "META"}},
-                       UpdateExpression="SET like_tally = :n", ExpressionAttributeValues={":n": {"N": "1000"}})
-    for n in range(300):  # 300 TransactWriteItems, each deep-copying the 1,001-item table
-        Like(pk="POST#big", sk=f"LIKE#USER#new{n}", liked_at=2).save()
-    assert Post.get("POST#big", "META", consistent_read=True).like_tally == 1300
-    assert client.scan(TableName="Social", Select="COUNT", ConsistentRead=True)["Count"] == 1301
-    # without forgetting them, moto keeps every item of every transaction's table copy: over 300,000 objects
-    assert tracked_instances() < 100
