@@ -21,6 +21,8 @@ The parts (each also runs alone, ``python -m benchmarks.NAME --help``):
 The audit benchmark (``python -m benchmarks.audit``) runs on its own: it takes about 5 minutes more. So does the
 export audit benchmark (``python -m benchmarks.export_audit``: a 1,000,000-item export against the floor of
 reading it, Spark ``local[2]`` beside it, and the live Scan audit; 10 to 15 minutes).
+The instruction count of the overhead benchmark's paths (``python -m benchmarks.instructions``, under valgrind's
+callgrind: about 4 minutes) runs on its own too.
 A part that fails its own checks is reported, the others still run, and the exit status is 1.
 """
 from __future__ import annotations
