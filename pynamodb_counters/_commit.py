@@ -27,7 +27,7 @@ from ._plan import Plan, plan
 from ._reads import stored_child
 from ._recoveries import RECOVERIES, Recovery, Round, standing
 from ._refusals import explain, most_fundamental, next_token, proven, refusal_of
-from ._results import WriteResult
+from ._results import CounterChange, WriteResult
 from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
 from ._stored import Stored, forget, remember
 from ._writes import Write, WriteKind
@@ -208,12 +208,16 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
       result does not list (where the server forgets tokens), so the result is ``uncertain``.
     """
     children = plan.children
+    changes: Tuple[CounterChange, ...] = ()
+    gone: Tuple[CounterChange, ...] = ()
     for item, action in zip(plan.items, plan.actions):
         instance = getattr(action, "instance", None)
         if instance is not None and action.model._version_attribute_name and \
                 ("Put" in item or isinstance(action, ChildEdit)):
             instance.update_local_version_attribute()
         if isinstance(action, ChildAction):
+            changes += action.counted.changes
+            gone += action.counted.gone
             stored = action.stored_after(next(iter(item.values())))
             if stored is None:
                 forget(instance)
@@ -221,12 +225,12 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
                 remember(instance, stored)
     result = WriteResult(
         token=plan.token,
-        changes=tuple(change for action in children for change in action.counted.changes),
+        changes=changes,
         consumed_capacity=tuple((sent.response or {}).get("ConsumedCapacity") or ()),
         attempts=earlier + sent.attempts,
         recovered=sent.response is None,
         uncertain=lost or (sent.response is None and not proven(plan, sent)),
-        rollups_gone=tuple(change for action in children for change in action.counted.gone),
+        rollups_gone=gone,
     )
     if child_removed.receivers or child_added.receivers or child_changed.receivers:
         for action in children:

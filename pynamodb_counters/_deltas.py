@@ -48,16 +48,16 @@ class Deltas:
     added: Tuple[Counted, ...] = ()
     changed: Tuple[Counted, ...] = ()
     gone: Tuple[CounterChange, ...] = ()
+    counted: Tuple[Counted, ...] = field(init=False, compare=False, repr=False)
+    """Every change sent: the removed, then the added, then the changed (made with the deltas: the commit's
+    result and signals read them)."""
+    changes: Tuple[CounterChange, ...] = field(init=False, compare=False, repr=False)
+    """:attr:`counted` without the relations."""
 
-    @property
-    def counted(self) -> Tuple[Counted, ...]:
-        """Every change sent: the removed, then the added, then the changed."""
-        return self.removed + self.added + self.changed
-
-    @property
-    def changes(self) -> Tuple[CounterChange, ...]:
-        """:attr:`counted` without the relations."""
-        return tuple(change for _, change in self.counted)
+    def __post_init__(self) -> None:
+        counted = self.removed + self.added + self.changed
+        object.__setattr__(self, "counted", counted)
+        object.__setattr__(self, "changes", tuple([change for _, change in counted]))
 
     def of(self, kind: str) -> Tuple[CounterChange, ...]:
         """The changes of one kind (``"removed"``, ``"added"`` or ``"changed"``) without their relations."""
@@ -98,7 +98,8 @@ def deltas(relations: Sequence[Relation], before: Optional[Model], after: Option
                 lost.append(change)
             else:
                 removed.append((relation, change))
-        added.extend((relation, change) for change in new)
+        for change in new:
+            added.append((relation, change))
     if not (removed or added or changed or lost):
         return NONE
     return Deltas(tuple(removed), tuple(added), tuple(changed), tuple(lost))

@@ -112,7 +112,8 @@ class CounterMixin(CountedBase):
         if write.kind is WriteKind.PARENT_SAVE:  # one UpdateItem that refreshes the instance
             refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
             return self._save_parent(write, options)
-        return _commit_one(write, retry, token, DuplicateChildError if value(ignore_duplicate) else None)
+        return _commit_one(write, value(retry), check_token(value(token)),
+                           DuplicateChildError if value(ignore_duplicate) else None)
 
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = UNSET,
                retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
@@ -136,7 +137,8 @@ class CounterMixin(CountedBase):
         if not spec.relations and spec.shards == 1:
             return self._delete_parent(condition, args, kwargs)
         write = delete_write(self, condition, spec=spec, **counted_options(args, kwargs))  # type: ignore[arg-type]
-        return _commit_one(write, retry, token, MissingChildError if value(ignore_missing) else None)
+        return _commit_one(write, value(retry), check_token(value(token)),
+                           MissingChildError if value(ignore_missing) else None)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
                **kwargs: Any) -> Any:
@@ -168,7 +170,7 @@ class CounterMixin(CountedBase):
         if write.kind is not WriteKind.UPDATE:
             refuse_options(self, "update", retry=retry, token=token)
             return self._update_stored(actions, condition, args, kwargs)
-        result = _commit_one(write, retry, token, None)
+        result = _commit_one(write, value(retry), check_token(value(token)), None)
         stored = stored_of(self)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
         if write.unknown or stored is None:
             self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
@@ -354,12 +356,12 @@ class CounterMixin(CountedBase):
         return super().batch_write(*args, **kwargs)  # type: ignore[misc]
 
 
-def _commit_one(write: Write, retry: Any, token: Any, quiet: Optional[Type[CountedWriteError]]) -> WriteResult:
-    """Commit one counted write, as a one-write transaction would; a refusal of the ``quiet`` kind (a duplicate,
-    a missing child) is a result saying so, any other refusal is raised."""
-    chosen = check_token(value(token))
+def _commit_one(write: Write, retry: Optional[RetryPolicy], chosen: str,
+                quiet: Optional[Type[CountedWriteError]]) -> WriteResult:
+    """Commit one counted write with the token ``chosen`` (checked), as a one-write transaction would; a refusal of
+    the ``quiet`` kind (a duplicate, a missing child) is a result saying so, any other refusal is raised."""
     try:
-        outcome = commit([write], chosen, policy_for([write], value(retry)))
+        outcome = commit([write], chosen, policy_for([write], retry))
     except MissingChildError:  # a key-only delete found no stored child to read
         if quiet is MissingChildError:
             return WriteResult(token=chosen, missing=True)
