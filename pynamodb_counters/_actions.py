@@ -30,6 +30,7 @@ from .exceptions import (
     ConditionFailedError,
     CounterError,
     DuplicateChildError,
+    InvalidArgumentError,
     MissingChildError,
     TransactionError,
 )
@@ -40,6 +41,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["CHECK_FAILED", "Action", "Cancellation", "ChildAction", "ChildDelete", "ChildEdit", "ChildPut",
            "pending_fold_refusal", "pynamodb_view"]
+
+KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
+"""DynamoDB's limits on a key's values, in bytes, with their names."""
 
 CHECK_FAILED = "ConditionalCheckFailed"
 """The cancellation reason code of an action whose condition failed."""
@@ -107,6 +111,18 @@ class Action:
         return dict(model=self.model, key=self.key, cancellation_reasons=said.reasons)
 
 
+def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
+    """What is wrong with a serialized key that DynamoDB would refuse as too long, or ``None``: what an action
+    checks of its item when it is made."""
+    for value, (limit, name) in zip(serialized, KEY_LIMITS):
+        if value is None or len(value) <= limit // 4:  # at most 4 bytes a character: short enough
+            continue
+        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        if size > limit:
+            return f"its {name} is {size} bytes; DynamoDB allows {limit} bytes"
+    return None
+
+
 def pynamodb_view(instance: Model) -> Any:
     """``instance`` as PynamoDB sees it, past :class:`~pynamodb_counters.CounterMixin`: the mixin refuses its
     request helpers to other callers (PynamoDB's ``TransactWrite``), which would bypass counting."""
@@ -130,6 +146,7 @@ class ChildAction(Action):
     :ivar write: the caller's write.
     :ivar counting: what it is counted from in this attempt.
     :ivar counted: its counter changes in this attempt.
+    :raises InvalidArgumentError: the child's own key is too long for DynamoDB.
     """
 
     relearns: ClassVar[bool] = True
@@ -138,6 +155,10 @@ class ChildAction(Action):
 
     def __init__(self, index: int, write: Write, counting: Counting, where: Optional[ItemId] = None) -> None:
         super().__init__(write.model, write.key, where)
+        wrong = oversized_key(self.where[1:])
+        if wrong is not None:
+            raise InvalidArgumentError(f"{write.model.__name__} {str(write.key)[:80]}... cannot be stored by "
+                                       f"DynamoDB: {wrong}. Nothing was written")
         self.index = index
         self.write = write
         self.counting = counting

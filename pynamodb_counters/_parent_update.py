@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Set, Tupl
 
 from pynamodb.expressions.condition import Condition
 
-from ._actions import CHECK_FAILED, Action, Cancellation
+from ._actions import CHECK_FAILED, Action, Cancellation, oversized_key
 from ._base import DECLARED, FED_BY, SEQUENCE, SHARD, SHARD_COUNT, SPEC_HELD, counted_classes
 from ._compat import ItemId, serialized_key_request, version_condition
 from ._conditions import created_parent_condition, parent_condition, within_limit
@@ -32,6 +32,7 @@ from .exceptions import (
     CounterError,
     CounterUnderflowError,
     LimitExceededError,
+    ParentKeyError,
     ParentNotFoundError,
 )
 
@@ -59,6 +60,7 @@ class ParentUpdate(Action):
     :ivar merged: a caller's ``update()`` or ``condition_check()`` of the same item, merged into it.
     :ivar relation: the first relation counted into it (named when another model's relation names its item).
     :ivar spec: its model's spec, looked up once for the action (its request and its refusals read it).
+    :raises ParentKeyError: the key is too long for DynamoDB.
     """
 
     verb = "Update"
@@ -66,6 +68,10 @@ class ParentUpdate(Action):
     def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
                  relation: Relation, spec: ModelSpec) -> None:
         super().__init__(model, key, where)
+        wrong = oversized_key(where[1:])
+        if wrong is not None:
+            raise ParentKeyError(f"{relation}: the key function gave a key of {relation.parent_model.__name__} that "
+                                 f"DynamoDB cannot store: {wrong} ({str(key)[:80]}...). Nothing was written")
         self.spec = spec
         self.shard = shard
         self.deltas: Dict[str, int] = {}

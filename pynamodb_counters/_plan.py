@@ -32,7 +32,7 @@ from ._shards import shard_key
 from ._spec import spec_of
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
-from .exceptions import InvalidArgumentError, InvalidTransactionError, ParentKeyError, TransactionTooLargeError
+from .exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -43,21 +43,6 @@ __all__ = ["MAX_ACTIONS", "Plan", "plan"]
 
 MAX_ACTIONS = 100
 """DynamoDB's limit on actions in one TransactWriteItems."""
-
-
-KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
-"""DynamoDB's limits on a key's values, in bytes, with their names."""
-
-
-def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
-    """What is wrong with a serialized key that DynamoDB would refuse as too long, or ``None``."""
-    for value, (limit, name) in zip(serialized, KEY_LIMITS):
-        if value is None or len(value) <= limit // 4:  # at most 4 bytes a character: short enough
-            continue
-        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
-        if size > limit:
-            return f"its {name} is {size} bytes; DynamoDB allows {limit} bytes"
-    return None
 
 
 @dataclass(frozen=True)
@@ -95,8 +80,6 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
             continue
         if update is not None:
             raise InvalidTransactionError(_written_and_counted(write, counting))
-        if counting is not None:
-            _check_child_key(write, where)
         actions.append(_own_action(index, write, counting, where))
         shards = write.spec.shards
         if shards > 1 and write.with_shards and (write.kind is not WriteKind.SAVE or isinstance(actions[-1], ChildPut)):
@@ -146,7 +129,6 @@ def _parent_updates(writes: Sequence[Write], countings: Sequence[Optional[Counti
                 where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
                 update = parents.get(where)
                 if update is None:
-                    _check_parent_key(relation, change.key, where)
                     update = parents[where] = ParentUpdate(change.parent, change.key, change.shard, where, relation,
                                                            spec_of(change.parent))
                 elif update.model is not change.parent:
@@ -203,28 +185,6 @@ def _one_model(update: ParentUpdate, model: Type[Model], relation: Relation) -> 
         f"{update.relation} counts into in this same write: an item belongs to one model, and {model.__name__}'s "
         f"counters are never added to a {update.model.__name__}. Give {model.__name__}'s items keys of their own "
         f"(a prefix such as 'DAY#'). Nothing was written")
-
-
-def _check_parent_key(relation: Relation, key: Tuple[Any, ...], where: ItemId) -> None:
-    """Refuse a parent key DynamoDB would refuse as too long.
-
-    :raises ParentKeyError: naming the key's part and DynamoDB's limit.
-    """
-    wrong = oversized_key(where[1:])
-    if wrong is not None:
-        raise ParentKeyError(f"{relation}: the key function gave a key of {relation.parent_model.__name__} that "
-                             f"DynamoDB cannot store: {wrong} ({str(key)[:80]}...). Nothing was written")
-
-
-def _check_child_key(write: Write, where: ItemId) -> None:
-    """Refuse a counted child's own key DynamoDB would refuse as too long.
-
-    :raises InvalidArgumentError: naming the key's part and DynamoDB's limit.
-    """
-    wrong = oversized_key(where[1:])
-    if wrong is not None:
-        raise InvalidArgumentError(f"{write.model.__name__} {str(write.key)[:80]}... cannot be stored by "
-                                   f"DynamoDB: {wrong}. Nothing was written")
 
 
 def _written_and_counted(write: Write, counting: Optional[Counting]) -> str:
