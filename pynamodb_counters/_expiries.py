@@ -14,6 +14,7 @@ from ._base import WRITE_ID
 from ._compat import ItemId, key_of
 from ._deltas import Counting
 from ._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
+from ._spec import spec_of
 from ._stored import remember
 from ._writes import Write, WriteKind
 from .exceptions import ConditionFailedError, CounterError, DuplicateChildError
@@ -28,7 +29,7 @@ def expiry_write(instance: Model, item: Dict[str, Any], event: str) -> Write:
     """The write that takes off the counts of ``instance``, loaded from ``item`` (the stream record's old image),
     deleted by TTL, as stream record ``event`` says."""
     remember(instance, item)  # what it is counted from
-    return Write(WriteKind.EXPIRY, type(instance), key_of(instance), instance, event=event)
+    return Write(WriteKind.EXPIRY, type(instance), spec_of(type(instance)), key_of(instance), instance, event=event)
 
 
 class ExpiryMarker(ChildAction):

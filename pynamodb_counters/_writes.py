@@ -86,12 +86,12 @@ class Write:
       removed), by Python name.
     :ivar unknown: a counted update's attributes its other actions touch.
     :ivar event: an expiry's stream record (its ``eventID``), which names its marker.
-    :ivar spec: the model's declarations, looked up once for the whole write (given by the constructors that
-      have looked them up already, else looked up when the write is made).
+    :ivar spec: the model's declarations, looked up once for the whole write.
     """
 
     kind: WriteKind
     model: Type[Model]
+    spec: ModelSpec = field(compare=False, repr=False)
     key: Tuple[Any, ...]
     instance: Optional[Model] = None
     condition: Optional[Condition] = None
@@ -101,11 +101,6 @@ class Write:
     known: Dict[str, Any] = field(default_factory=dict)
     unknown: FrozenSet[str] = frozenset()
     event: Optional[str] = None
-    spec: ModelSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]  # see below
-
-    def __post_init__(self) -> None:
-        if self.spec is None:
-            object.__setattr__(self, "spec", spec_of(self.model))
 
 
 def save_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
@@ -123,13 +118,12 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
     if not uncounted:
         check_counters_unchanged(instance, spec.counters)
     if uncounted or not spec.counted:
-        return Write(WriteKind.PUT, model, key_of(instance), instance, condition, spec=spec)
+        return Write(WriteKind.PUT, model, spec, key_of(instance), instance, condition)
     if not spec.relations:  # a parent that is not a counted child: every attribute, never its counters
-        return Write(WriteKind.PARENT_SAVE, model, key_of(instance), instance, condition,
-                     tuple(parent_save_actions(instance)), with_shards=True, spec=spec)
+        return Write(WriteKind.PARENT_SAVE, model, spec, key_of(instance), instance, condition,
+                     tuple(parent_save_actions(instance)), with_shards=True)
     check_child_key(instance)
-    return Write(WriteKind.SAVE, model, key_of(instance), instance, condition, (), add_version_condition, True,
-                 spec=spec)
+    return Write(WriteKind.SAVE, model, spec, key_of(instance), instance, condition, (), add_version_condition, True)
 
 
 def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
@@ -145,10 +139,10 @@ def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_
     uncounted = skipped(model)
     if spec.relations and not uncounted:
         check_child_key(instance)
-        return Write(WriteKind.DELETE, model, key_of(instance), instance, condition, (), add_version_condition,
-                     True, spec=spec)
-    return Write(WriteKind.OTHER_DELETE, model, key_of(instance), instance, condition, (), add_version_condition,
-                 not uncounted, spec=spec)
+        return Write(WriteKind.DELETE, model, spec, key_of(instance), instance, condition, (), add_version_condition,
+                     True)
+    return Write(WriteKind.OTHER_DELETE, model, spec, key_of(instance), instance, condition, (), add_version_condition,
+                 not uncounted)
 
 
 def update_write(instance: Model, actions: Sequence[Action], condition: Optional[Condition] = None, *,
@@ -170,13 +164,13 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
     if spec.relations and not skipped(model):
         check_child_key(instance)
     if not touched:
-        return Write(WriteKind.OTHER_UPDATE, model, key_of(instance), instance, condition, tuple(actions),
-                     add_version_condition, spec=spec)
+        return Write(WriteKind.OTHER_UPDATE, model, spec, key_of(instance), instance, condition, tuple(actions),
+                     add_version_condition)
     known, unknown = known_values(model, actions)
     for name in sorted(unknown & touched):  # refused before any read
         raise bypass_of(model, name)
-    return Write(WriteKind.UPDATE, model, key_of(instance), instance, condition, tuple(actions),
-                 add_version_condition, known=known, unknown=unknown, spec=spec)
+    return Write(WriteKind.UPDATE, model, spec, key_of(instance), instance, condition, tuple(actions),
+                 add_version_condition, known=known, unknown=unknown)
 
 
 def skipped(model: type) -> bool:
@@ -194,7 +188,7 @@ def check_write(model: Type[Model], key: Tuple[Any, ...], condition: Condition) 
     check_condition(condition)
     if condition is None:
         raise InvalidArgumentError("condition_check() needs a condition")
-    return Write(WriteKind.CHECK, model, key, condition=condition)
+    return Write(WriteKind.CHECK, model, spec_of(model), key, condition=condition)
 
 
 def parent_save_actions(instance: Model, spec: Optional[ModelSpec] = None) -> List[Action]:
