@@ -96,8 +96,7 @@ class Work:
     :ivar writes: the caller's writes, as asked.
     :ivar countings: what each counted write is counted from (``None`` for one that counts nothing).
     :ivar token: the ``ClientRequestToken`` of the next attempt.
-    :ivar rounds: the rounds sent so far.
-    :ivar requests: the requests the earlier rounds made.
+    :ivar requests: the requests the earlier rounds made: they count against the retry policy's attempts.
     :ivar lost: whether an earlier round had an attempt whose response was lost.
     :ivar used: the once-only recoveries applied.
     """
@@ -106,7 +105,6 @@ class Work:
         self.writes = tuple(writes)
         self.countings: Tuple[Optional[Counting], ...] = tuple(counting_of(write) for write in self.writes)
         self.token = token
-        self.rounds = 0
         self.requests = 0
         self.lost = False
         self.used: List[Recovery] = []
@@ -156,11 +154,10 @@ def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = 
     while True:
         planned = work.plan()
         try:
-            sent = send(planned.actions[0].model, planned.items, planned.token, policy=policy,
+            sent = send(planned.actions[0].model, planned.items, planned.token, policy=policy, made=work.requests,
                         return_consumed_capacity=return_consumed_capacity, on_request=on_request)
         except TransactionError as error:
             raise explain(planned, error) from error.cause
-        work.rounds += 1
         refusal = refusal_of(planned, sent) if sent.response is None else None
         if refusal is None:  # committed, now or on an attempt whose response was lost
             return Done(planned, finish(planned, sent, work.requests, work.lost))
@@ -181,10 +178,11 @@ def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = 
 
 
 def _may(work: Work, recovery: Recovery, policy: RetryPolicy) -> bool:
-    """Whether ``recovery`` may still apply to ``work``: within the retry policy's attempts, and once if once."""
+    """Whether ``recovery`` may still apply to ``work``: within the retry policy's attempts (the requests of every
+    round so far), and once if once."""
     if recovery.once and recovery in work.used:
         return False
-    return not recovery.budgeted or work.rounds < policy.max_attempts
+    return not recovery.budgeted or work.requests < policy.max_attempts
 
 
 def policy_for(writes: Sequence[Write], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:

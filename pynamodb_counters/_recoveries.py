@@ -54,7 +54,8 @@ class Recovery:
     whether it did."""
 
     budgeted: ClassVar[bool] = True
-    """It counts against the retry policy's attempts (it cannot apply on the last one)."""
+    """It counts against the retry policy's attempts: it applies only while the write's requests so far are fewer
+    than ``max_attempts``, and the round it starts continues their count."""
     new_request: ClassVar[bool] = True
     """The write is then sent as a new request, under a token derived from the first."""
     once: ClassVar[bool] = False

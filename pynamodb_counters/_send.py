@@ -5,8 +5,9 @@ Sending: the one way every TransactWriteItems of the library (counted writes, re
   attempt carrying the same ``ClientRequestToken``;
 * through a botocore client configured as the model's PynamoDB connection configures its own
   (:func:`transact_client`), with botocore's own retries off, so that every attempt is seen here;
-* with PynamoDB's ``pre_dynamodb_send`` / ``post_dynamodb_send`` signals around each attempt, so that an
-  application's instrumentation sees counted writes as PynamoDB's own;
+* with PynamoDB's ``pre_dynamodb_send`` before each attempt and ``post_dynamodb_send`` after one that succeeds,
+  as PynamoDB's own ``dispatch()`` sends them, so that an application's instrumentation sees counted writes as
+  PynamoDB's own;
 * and answers with :class:`Sent`: the response, or the cancellation that retrying cannot fix.
 
 Which failures are transient, and which may have committed, is decided by :func:`classify` (pure).
@@ -98,7 +99,8 @@ class RetryPolicy:
 
     Every attempt reuses the write's ``ClientRequestToken``.
 
-    :param max_attempts: requests per write, the first included (at least 1).
+    :param max_attempts: requests per write, the first included (at least 1): a counted write sent again after a
+      recovery (``_recoveries``) continues the count of its earlier rounds.
     :param base_delay: seconds; after failed attempt *n* (from 1) the wait is a random time in
       ``[0, min(max_delay, base_delay * 2**(n - 1))]``.
     :param max_delay: the cap on one wait, in seconds.
@@ -215,16 +217,20 @@ def _signal(signal: Any, sender: Any, request: Optional[uuid.UUID]) -> None:
 
 
 def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
-         return_consumed_capacity: str = "TOTAL", on_request: Optional[Callable[[], None]] = None) -> Sent:
+         made: int = 0, return_consumed_capacity: str = "TOTAL",
+         on_request: Optional[Callable[[], None]] = None) -> Sent:
     """Send ``items`` as one TransactWriteItems through ``model``'s connection settings.
 
     Transient failures (TransactionConflict cancellations, throttling, TransactionInProgress, 5xx, connection
     errors and timeouts) are retried under ``policy`` with the same token.
 
+    :param made: the requests the same write made before (its earlier rounds, refused and recovered): they count
+      against ``policy.max_attempts``, this send making at least one.
     :param on_request: called once per request made (each attempt that botocore answered or failed with its own
       error), whatever the outcome: how a caller counts requests, failed ones included.
     :raises TransactionError: a failure retrying cannot fix (validation, missing table, credentials...).
-    :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts``.
+    :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts`` (its ``attempts``: the
+      write's requests, ``made`` included).
     """
     policy = policy or DEFAULT_RETRY_POLICY
     sender = pynamodb_connection(model)
@@ -234,7 +240,8 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
         raise TransactionError(f"cannot create a DynamoDB client for {model.__name__}: {error}", error) from error
     ambiguous = False
     last: Optional[BaseException] = None
-    for attempt in range(1, policy.max_attempts + 1):
+    last_attempt = max(policy.max_attempts, made + 1)
+    for attempt in range(made + 1, last_attempt + 1):
         request = uuid.uuid4() if pre_dynamodb_send.receivers or post_dynamodb_send.receivers else None
         _signal(pre_dynamodb_send, sender, request)
         try:
@@ -247,8 +254,8 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
             if failure is None:
                 if isinstance(error, botocore.exceptions.ClientError) and \
                         error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                    return Sent(None, list(error.response.get("CancellationReasons") or []), error, attempt,
-                                ambiguous)
+                    return Sent(None, list(error.response.get("CancellationReasons") or []), error,
+                                attempt - made, ambiguous)
                 if isinstance(error, botocore.exceptions.ClientError) and \
                         error.response.get("Error", {}).get("Code") == "IdempotentParameterMismatchException":
                     raise IdempotencyMismatchError(f"token {token!r} was used within 10 minutes for a different "
@@ -256,17 +263,17 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
                 raise TransactionError(f"DynamoDB rejected the transaction: {error}", error) from error
             ambiguous = ambiguous or failure.ambiguous
             last = error
-            log.info("counted write %s: attempt %d/%d failed (%s%s)", token, attempt, policy.max_attempts,
+            log.info("counted write %s: attempt %d/%d failed (%s%s)", token, attempt, last_attempt,
                      failure.reason, ", may have committed" if failure.ambiguous else "")
         else:
             if on_request is not None:
                 on_request()
             _signal(post_dynamodb_send, sender, request)
-            return Sent(response, None, None, attempt, ambiguous)
-        if attempt < policy.max_attempts:
+            return Sent(response, None, None, attempt - made, ambiguous)
+        if attempt < last_attempt:
             policy.sleep(policy.delay(attempt))
     outcome = "may or may not have been applied" if ambiguous else "was not applied"
     raise RetriesExhaustedError(
-        f"counted write gave up after {policy.max_attempts} attempts (last: {last}); it {outcome}. Counters stay "
-        f"exact either way: the same write can be retried safely", last, attempts=policy.max_attempts,
+        f"counted write gave up after {last_attempt} attempts (last: {last}); it {outcome}. Counters stay "
+        f"exact either way: the same write can be retried safely", last, attempts=last_attempt,
         ambiguous=ambiguous, token=token)

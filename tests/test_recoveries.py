@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
+from botocore.exceptions import ClientError
 
 from pynamodb_counters import RetryPolicy, _commit
 from pynamodb_counters._recoveries import (
@@ -16,7 +17,8 @@ from pynamodb_counters._recoveries import (
     RollupsReturned,
     StaleBasis,
 )
-from pynamodb_counters.exceptions import ConditionFailedError
+from pynamodb_counters.exceptions import ConditionFailedError, RetriesExhaustedError
+from tests.client_hooks import hooked
 from tests.factories import raw_client
 from tests.models import Clap, DailyClaps, Message, Show, Thread, Video, View
 
@@ -67,6 +69,18 @@ def loaded() -> Message:
     return Message.get("MSG#1", "MSG", consistent_read=True)
 
 
+def stale_copy() -> Message:
+    """A draft of 10 words, loaded, then published by another writer, and edited to 3 words in the stale copy:
+    its save is refused once (counted from a draft), then counted from the published message."""
+    Thread(pk="THREAD#t1", sk="META").save()
+    Message(pk="MSG#1", sk="MSG", thread_id="THREAD#t1", words=10).save()
+    mine, other = loaded(), loaded()
+    other.status = "published"
+    other.save()
+    mine.words = 3
+    return mine
+
+
 def test_the_recoveries_are_asked_in_their_documented_order() -> None:
     assert [type(recovery).__name__ for recovery in RECOVERIES] == \
         ["StaleBasis", "DeletedMeanwhile", "RollupsReturned", "RollupsGone", "ExpiredParentsGone", "MissingShards"]
@@ -93,15 +107,68 @@ def test_a_stale_basis_is_learned_from_the_stored_child(applied: List[str], monk
 
 
 def test_a_stale_basis_needs_an_attempt_left() -> None:
-    Thread(pk="THREAD#t1", sk="META").save()
-    Message(pk="MSG#1", sk="MSG", thread_id="THREAD#t1", words=10).save()
-    mine, other = loaded(), loaded()
-    other.status = "published"
-    other.save()
-    mine.words = 3
+    mine = stale_copy()
     with pytest.raises(ConditionFailedError):
         mine.save(retry=RetryPolicy(max_attempts=1))
     assert counts() == (1, 1, 10)
+
+
+def throttled(times: int) -> Callable[..., Any]:
+    """A ``before-send`` handler that refuses the first ``times`` TransactWriteItems with DynamoDB's throttling
+    error, raised before the request reaches the engine (moto's own ``before-send`` handler would otherwise run it
+    as well), then lets the rest through; it counts every request on ``.sent``."""
+
+    def answer(**_: Any) -> None:
+        answer.sent += 1  # type: ignore[attr-defined]
+        if answer.sent <= times:  # type: ignore[attr-defined]
+            raise ClientError({"Error": {"Code": "ThrottlingException",
+                                         "Message": "Rate of requests exceeds the allowed throughput."},
+                               "ResponseMetadata": {"HTTPStatusCode": 400}}, "TransactWriteItems")
+
+    answer.sent = 0  # type: ignore[attr-defined]
+    return answer
+
+
+@pytest.mark.parametrize("max_attempts, landed", [(3, False), (4, True)])
+def test_a_stale_basis_counts_the_attempts_of_earlier_rounds(applied: List[str], max_attempts: int,
+                                                             landed: bool) -> None:
+    # round 1: throttled twice, then refused (counted from a stale copy): 3 requests. With max_attempts=3 the
+    # write has none left for a round 2 and the refusal stands; with 4, round 2 is its fourth and last request
+    mine = stale_copy()
+    answer = throttled(2)
+    with hooked("before-send.dynamodb.TransactWriteItems", answer, Message):
+        if landed:
+            result = mine.save(retry=RetryPolicy(max_attempts=max_attempts, base_delay=0))
+            assert result.attempts == 4 and applied == [StaleBasis.__name__]
+        else:
+            with pytest.raises(ConditionFailedError):
+                mine.save(retry=RetryPolicy(max_attempts=max_attempts, base_delay=0))
+            assert applied == []
+    assert answer.sent == (4 if landed else 3)  # type: ignore[attr-defined]
+    assert counts() == ((1, 0, 3) if landed else (1, 1, 10))
+
+
+def test_retries_after_a_recovery_stop_at_the_write_s_max_attempts(applied: List[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # round 1 is refused at once (a stale copy); round 2 is throttled on every request: it may make only the
+    # attempts round 1 left, and the error counts the write's requests, not the round's
+    mine = stale_copy()
+    answer = throttled(100)
+    real = _commit.send
+
+    def send(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("made"):  # round 2 on: throttled
+            with hooked("before-send.dynamodb.TransactWriteItems", answer, Message):
+                return real(*args, **kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_commit, "send", send)
+    with pytest.raises(RetriesExhaustedError) as caught:
+        mine.save(retry=RetryPolicy(max_attempts=4, base_delay=0))
+    assert applied == [StaleBasis.__name__]
+    assert answer.sent == 3 and caught.value.attempts == 4  # type: ignore[attr-defined]
+    assert "after 4 attempts" in str(caught.value)
+    assert counts() == (1, 1, 10)  # nothing written
 
 
 def test_an_edit_of_a_child_deleted_meanwhile_is_saved_as_new(applied: List[str],
