@@ -2,7 +2,8 @@
 A counted child deleted by DynamoDB's TTL, as one write of the commit: :func:`expiry_write` makes it from the
 stream record's image, and :class:`ExpiryMarker` is its own action in the transaction that takes its counts off:
 instead of deleting the child (DynamoDB has), it creates the record's marker (``_expiry_rules``), create-only, so
-that the record is taken off once. Pure, no I/O.
+that the record is taken off once. No I/O; :func:`expiry_write` records on the instance the item it is counted
+from, and the marker's expiry is read off the clock.
 """
 from __future__ import annotations
 

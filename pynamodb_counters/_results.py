@@ -46,10 +46,10 @@ class WriteResult:
     :ivar uncertain: ``True`` when the write was taken as recovered without proof: after an attempt whose response
       was lost, every child it deletes was found gone. They are gone and the counters are exact either way, but
       this write may not be what removed them (the lost attempt may not have committed, and the children may never
-      have existed), so its ``changes`` may not have happened. Also ``True`` when an edit's attempt lost its
-      response and the edit was then counted again from a stored state another writer had changed: where the
-      server forgets tokens, the lost attempt may have committed changes that ``changes`` does not list (the
-      counters are exact either way).
+      have existed), so its ``changes`` may not have happened. Also ``True`` when an earlier round of the write
+      (refused, then counted again and sent again) had an attempt whose response was lost: where the server
+      forgets tokens, that attempt may have committed changes that ``changes`` does not list (the counters are
+      exact either way).
     :ivar duplicate: ``True`` when ``save(ignore_duplicate=True)`` found the child already stored (nothing changed).
     :ivar missing: ``True`` when ``delete(ignore_missing=True)`` found no child to delete (nothing changed).
     :ivar rollups_gone: the changes not made because their parent, a rollup created by its first count

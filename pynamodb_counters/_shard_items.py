@@ -40,6 +40,8 @@ def create_shards(model: Type[Model], parents: Iterable[Any], *, max_attempts: i
     :returns: how many parents were rewritten.
     :raises ConditionFailedError: a shard's key holds another item (not a shard item); none of that parent's
       shard items was written.
+    :raises DoesNotExist: the model's own, for a parent that does not exist.
+    :raises TransactionError: a parent kept changing through ``max_attempts`` attempts.
     """
     keys = parent_keys(model, parents, f"create_shards({model.__name__}, parents=...)")
     return sum(reshape(model, key, {}, max_attempts, saved) for key in keys)

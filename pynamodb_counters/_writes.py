@@ -78,7 +78,8 @@ class Write:
     :ivar kind: what it is.
     :ivar key: the item's key, as Python values.
     :ivar instance: the model instance written (``None`` for a condition check).
-    :ivar condition: the caller's condition, combined with the library's guards.
+    :ivar condition: the caller's condition (the actions join the library's guards to it when they build their
+      requests).
     :ivar actions: an update's actions (a parent's save: the actions that save it without its counters).
     :ivar with_shards: whether the item's own shard items are written with it (created with a new sharded
       parent, or a new child that is one; deleted with a deleted one).
@@ -110,6 +111,7 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
 
     :raises CountingBypassError: a counter set by hand.
     :raises InvalidArgumentError: ``condition`` is not a PynamoDB condition, or a counted child's key is incomplete.
+    :raises AttributeNullError: PynamoDB's, for a parent's attribute that may not be ``None``.
     """
     model = type(instance)
     spec = spec or spec_of(model)
@@ -221,7 +223,7 @@ UNSET: Any = object()
 def check_condition(condition: Any) -> None:
     """Refuse a ``condition`` that is not a PynamoDB condition (``None`` is no condition).
 
-    :raises TypeError: naming what a condition looks like.
+    :raises InvalidArgumentError: (a ``TypeError``) naming what a condition looks like.
     """
     if condition is not None and not isinstance(condition, Condition):
         raise InvalidArgumentError(f"condition must be a PynamoDB condition such as Like.liked_at.exists(), not "

@@ -117,8 +117,10 @@ class CounterMixin(CountedBase):
 
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = UNSET,
                retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
-        """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op), plain
-        PynamoDB otherwise.
+        """Delete: counted on a child (``ignore_missing=True`` makes an absent child a quiet no-op); on a parent,
+        PynamoDB's delete, guarded against deleting another parent's shard item or a parent whose shard totals are
+        not folded in yet (a sharded parent's goes with its shard items in one transaction), refusing the counting
+        options; plain PynamoDB on a model that counts nothing.
 
         :param retry: the retry policy for this write.
         :param token: the write's ``ClientRequestToken``. Within one call, a lost response is always recognised
@@ -154,6 +156,9 @@ class CounterMixin(CountedBase):
         :raises CountingBypassError: an action on a counter or on a counted child's key, or one whose result is
           not known before sending (ADD, arithmetic) on what decides a counted child's counts. Nothing is
           written.
+        :raises InvalidArgumentError: no actions, or a condition that is not a PynamoDB condition.
+        :raises MissingChildError: a counted child that does not exist (an update never creates one: it would not
+          be counted). Nothing is written.
         """
         model = type(self)
         spec = spec_of(model)

@@ -1,5 +1,6 @@
-"""The package's map: three layers (declarations, pure requests, I/O) under the operations, each module importing
-only from its own layer or below, no import cycle, and no import inside a function to dodge one."""
+"""The package's map: six layers (foundations, declarations, the write path, I/O, operations, entry points), each
+module importing only from its own layer or below, no import cycle, and no import inside a function to dodge one
+(but the demo's)."""
 from __future__ import annotations
 
 import ast
@@ -17,7 +18,7 @@ LAYERS: Dict[str, int] = {
     # 1: declarations
     "_base": 1, "attributes": 1, "_shards": 1, "_recorder": 1, "_relation_rules": 1, "relations": 1, "_spec": 1,
     "_expiry_rules": 1,
-    # 2: the write path, pure: a caller's write, what a child is stored as, its deltas, the actions of a plan
+    # 2: the write path, no I/O: a caller's write, what a child is stored as, its deltas, the actions of a plan
     "_items": 2, "_stored": 2, "_writes": 2, "_deltas": 2, "_conditions": 2, "_actions": 2,
     "_parent_update": 2, "_other_actions": 2, "_plan": 2,
     "_chunks": 2, "_audit_rules": 2, "_export_counts": 2, "_export_conditions": 2, "_expiries": 2,
@@ -32,7 +33,7 @@ LAYERS: Dict[str, int] = {
     "__init__": 5, "cli": 5, "demo": 5, "pytest_plugin": 5, "__main__": 5, "testing": 5,
     "_cli_output": 5, "_cli_targets": 5,  # the command's printing, and what its arguments name
 }
-PURE = {name for name, layer in LAYERS.items() if layer <= 2}
+NO_IO = {name for name, layer in LAYERS.items() if layer <= 2}
 
 
 def _imports(path: Path, tree: Optional[ast.Module] = None) -> Dict[str, List[ast.ImportFrom]]:
@@ -105,9 +106,9 @@ def test_no_package_import_hides_inside_a_function() -> None:
     assert hidden == ["cli.py: demo"]  # the demo (and its models) load only when the command runs
 
 
-def test_the_pure_layers_import_no_sender() -> None:
+def test_the_layers_without_io_import_no_sender() -> None:
     graph = _graph()
-    assert {module: graph[module] & {"_send", "_reads", "_commit"} for module in PURE
+    assert {module: graph[module] & {"_send", "_reads", "_commit"} for module in NO_IO
             if graph[module] & {"_send", "_reads", "_commit"}} == {}
 
 
