@@ -151,8 +151,8 @@ def parent_request(update: ParentUpdate) -> Dict[str, Any]:
     """``update``'s request. It depends only on the declarations and the update's shape (which deltas, which
     feeds, whether it creates its parent, its table, the subclasses of a single-table model and the relations
     declared so far), but for the key, a caller's merged update, a created parent's defaults and a gone rollup
-    that must still be absent (built afresh every time): each shape is
-    built once through PynamoDB and then copied with the next key. The shapes are held on the model's spec, which
+    that must still be absent (those three are built afresh every time): each shape is built once through
+    PynamoDB and then copied with the next key. The shapes are held on the model's spec, which
     is dropped, and them with it, when one of its counters is redeclared (its shards or its limit changed)."""
     spec = update.spec
     if update.merged is not None or (update.creates and update.defaults) or update.absent:
