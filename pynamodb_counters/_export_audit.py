@@ -12,6 +12,11 @@ partitions (``_export_counts``); a parent's findings need its whole partition, s
 before they are judged. An export is not transactionally consistent (it may hold one half of a transaction that
 was propagating while it was taken), so no finding of it is reported as drift: each candidate is recounted on
 the live table, by key, and only those still drifted are drifts. The live reads are the candidates' alone.
+
+Before any file is read, on either engine, each export is matched to the live table of its name (one
+``DescribeTable`` a table, a control-plane call that costs no read units): an export of a table of that name in
+another account or region, or of an earlier table of that name (another ``TableId``), is refused, unless the
+caller says it audits a copy on purpose (``export_of_copy``).
 """
 from __future__ import annotations
 
@@ -19,11 +24,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from pynamodb.exceptions import TableDoesNotExist, TableError
+
 from ._audit_rules import audited
 from ._compat import ParentKey
 from ._engines import ENGINES, Task, run_by_key
 from ._export_counts import ExportCounting, Findings, Partition, Tally, merge_partitions
-from ._exports import Export, open_export
+from ._exports import Export, open_export, table_place
 from ._reports import AuditReport, Drift
 from .attributes import CounterField
 from .exceptions import ExportError, InvalidArgumentError
@@ -69,12 +76,16 @@ def exports_of(export: Union[Location, Sequence[Location]]) -> List[str]:
 
 def audit_export(counter: CounterField, locations: Sequence[str], verify: Verify, *, engine: str = "local",
                  spark: Any = None, workers: Optional[int] = None, key_prefix: Optional[str] = None,
-                 progress: Optional[ExportProgressCallback] = None) -> AuditReport:
+                 progress: Optional[ExportProgressCallback] = None, export_of_copy: bool = False) -> AuditReport:
     """Audit ``counter`` from the exports at ``locations``, verifying every candidate with ``verify`` (the live
     audit by keys).
 
+    :param export_of_copy: the exports may be of other tables of the same names (copies of the live ones): their
+      account, region and table id are not checked.
     :raises ExportError: an export that cannot be read, an export of a table the audit does not read, a table it
-      reads with no export, a relation that cannot be evaluated from an export; nothing is reported.
+      reads with no export, an export of another account's, region's or table id's table of that name (unless
+      ``export_of_copy``), a live table that cannot be described, a relation that cannot be evaluated from an
+      export; nothing is reported.
     :raises InvalidArgumentError: an unknown ``engine``, ``spark=`` without ``engine="spark"``.
     """
     if engine not in ENGINES:
@@ -83,6 +94,9 @@ def audit_export(counter: CounterField, locations: Sequence[str], verify: Verify
         raise InvalidArgumentError("spark= is the session of engine='spark': pass both, or neither")
     counting = ExportCounting(counter, audited(counter)[1], key_prefix)
     exports = _matched(counting, [open_export(location) for location in locations])
+    if not export_of_copy:
+        for export in exports:
+            _check_live(export, _described(_model_of(counting, export.table), export))
     tasks: List[Task] = [(export, file) for export in exports for file in export.files]
     files, items = len(tasks), [0, 0]
 
@@ -129,6 +143,48 @@ def _matched(counting: ExportCounting, exports: List[Export]) -> List[Export]:
                               f"{'reads' if len(needed_by) == 1 else 'read'}: pass its export too "
                               f"(export=[...] takes one export of each table)")
     return list(by_table.values())
+
+
+def _model_of(counting: ExportCounting, table: str) -> Any:
+    """A model stored in ``table``, whose connection reaches the live table: the parent's, or a child's."""
+    if table == counting.parent_table:
+        return counting.model
+    return next(found.relation.child_model for found in counting.children if found.table == table)
+
+
+def _described(model: Any, export: Export) -> Dict[str, Any]:
+    """The live table's description (one ``DescribeTable``, through the model's connection)."""
+    try:
+        return dict(model._get_connection().describe_table())
+    except (TableError, TableDoesNotExist) as error:
+        hint = ("it does not exist where the model points (Meta.table_name, region, host)"
+                if isinstance(error, TableDoesNotExist) else
+                "grant dynamodb:DescribeTable on it, or audit the export as a copy with export_of_copy=True "
+                "(--export-of-copy on the command line), which skips the check")
+        raise ExportError(f"the live table {export.table!r} cannot be described (DescribeTable: {error}), so "
+                          f"{export.location} cannot be matched to it: {hint}", cause=error) from error
+
+
+def _check_live(export: Export, live: Dict[str, Any]) -> None:
+    """Refuse an export of another table of the live table's name: its account, region, or table id (where the
+    export's summary carries one) is not the live table's."""
+    live_arn = live.get("TableArn")
+    ours, theirs = table_place(live_arn), table_place(export.table_arn)
+    differs: List[str] = []
+    if ours is not None and theirs is not None:
+        for field, mine, other in (("account", ours[1], theirs[1]), ("region", ours[0], theirs[0])):
+            if mine != other:
+                differs.append(f"its {field} is {other}, the live table's {mine}")
+    live_id = live.get("TableId")
+    if not differs and export.table_id is not None and live_id is not None and export.table_id != live_id:
+        differs.append(f"its table id is {export.table_id}, the live table's {live_id} (a table of that name "
+                       f"deleted and created again since the export, or restored under it)")
+    if differs:
+        raise ExportError(f"{export.location} is an export of a table {export.table!r} other than the live one: "
+                          f"{'; '.join(differs)} (the export's {export.table_arn}, the live table {live_arn}). "
+                          f"Pass an export of the live table; or, to audit a copy of it on purpose (its candidates "
+                          f"verified on the live table), pass export_of_copy=True (--export-of-copy on the command "
+                          f"line)")
 
 
 def _tables(counting: ExportCounting) -> str:

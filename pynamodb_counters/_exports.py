@@ -1,7 +1,8 @@
 """
 Reading a DynamoDB table export (``ExportTableToPointInTime``) as AWS writes it, in S3 or copied to a directory::
 
-    <prefix>/AWSDynamoDB/<ExportId>/manifest-summary.json   the table (tableArn), itemCount, outputFormat, exportType
+    <prefix>/AWSDynamoDB/<ExportId>/manifest-summary.json   the table (tableArn, tableId), itemCount, outputFormat,
+                                                            exportType
     <prefix>/AWSDynamoDB/<ExportId>/manifest-files.json     a JSON line per data file: itemCount, md5Checksum,
                                                             etag, dataFileS3Key
     <prefix>/AWSDynamoDB/<ExportId>/data/<random>.json.gz   a line per item: {"Item": {...}} in DynamoDB's typed JSON
@@ -37,7 +38,7 @@ from botocore.exceptions import BotoCoreError
 from ._export_sources import ROOT, SUMMARY, Missing, Source, source_of
 from .exceptions import ExportError, InvalidArgumentError
 
-__all__ = ["FILES_MANIFEST", "DataFile", "Export", "open_export", "table_of"]
+__all__ = ["FILES_MANIFEST", "DataFile", "Export", "open_export", "table_of", "table_place"]
 
 FILES_MANIFEST = "manifest-files.json"
 
@@ -45,7 +46,7 @@ FILES_MANIFEST = "manifest-files.json"
 _CHUNK = 64 * 1024
 #: the longest line a read holds: an item is at most 400 KB, its DynamoDB JSON a few times that
 _LONGEST_LINE = 16 * 1024 * 1024
-_TABLE_ARN = re.compile(r"^arn:[\w-]+:dynamodb:[\w-]*:\d*:table/([\w.-]+)$")
+_TABLE_ARN = re.compile(r"^arn:[\w-]+:dynamodb:([\w-]*):(\d*):table/([\w.-]+)$")
 _ITEM_SHAPE = '{"Item": {...}}'
 
 
@@ -81,6 +82,11 @@ class Export:
     """What the caller gave: ``"s3://bucket/prefix/AWSDynamoDB/<ExportId>/"`` or a local directory."""
     table: str
     """The table exported, from ``manifest-summary.json``'s ``tableArn``."""
+    table_arn: str
+    """``manifest-summary.json``'s ``tableArn``: the table's account and region too."""
+    table_id: Optional[str]
+    """``manifest-summary.json``'s ``tableId`` (DynamoDB's ``TableId``, new each time a table is created); ``None``
+    for an export made by hand without one."""
     item_count: int
     """``manifest-summary.json``'s ``itemCount``: the sum of the files' counts."""
     files: Tuple[DataFile, ...]
@@ -104,7 +110,7 @@ class Export:
 
 def open_export(location: str) -> Export:
     """Read and check an export's manifests (``manifest-summary.json``, ``manifest-files.json``): a full export
-    (``FULL_EXPORT``) in DynamoDB JSON, whose files are all there and whose counts add up.
+    (``FULL_EXPORT``) in DynamoDB JSON, whose files are all there, each listed once, and whose counts add up.
 
     :param location: the export's own folder, where DynamoDB wrote its manifests:
       ``"s3://bucket/prefix/AWSDynamoDB/<ExportId>/"``, or a local copy of it.
@@ -124,6 +130,10 @@ def open_export(location: str) -> Export:
     if table is None:
         raise ExportError(f"{summary_name}: tableArn {arn!r} is not a DynamoDB table's ARN "
                           f"(arn:aws:dynamodb:<region>:<account>:table/<name>)")
+    table_id = summary.get("tableId")
+    if table_id is not None and not (isinstance(table_id, str) and table_id):
+        raise ExportError(f"{summary_name}: tableId {table_id!r} is not a table's id (DynamoDB writes the table's "
+                          f"TableId, a UUID)")
     item_count = summary.get("itemCount")
     if not _is_count(item_count):
         raise ExportError(f"{summary_name}: itemCount {item_count!r} is not a count of items")
@@ -143,13 +153,19 @@ def open_export(location: str) -> Export:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ExportError(f"{source.name(missing[0])}{more} is listed in {files_name} but missing: the export is "
                           f"incomplete (copied in part?); copy it whole, or take a new export")
-    return Export(location, table, cast(int, item_count), files)
+    return Export(location, table, cast(str, arn), table_id, cast(int, item_count), files)
 
 
 def table_of(arn: Any) -> Optional[str]:
     """The table name in a table's ARN (``arn:aws:dynamodb:<region>:<account>:table/<name>``), else ``None``."""
+    place = table_place(arn)
+    return place[2] if place else None
+
+
+def table_place(arn: Any) -> Optional[Tuple[str, str, str]]:
+    """The region, account and name of the table a table's ARN names, else ``None``."""
     found = _TABLE_ARN.match(arn) if isinstance(arn, str) else None
-    return found.group(1) if found else None
+    return (found.group(1), found.group(2), found.group(3)) if found else None
 
 
 def _check_format(summary: Dict[str, Any], name: str) -> None:
@@ -175,6 +191,7 @@ def _data_files(source: Source, relative: str) -> Tuple[DataFile, ...]:
     text = _text(source, relative, f"{name} is missing: DynamoDB writes it beside {SUMMARY}, which names it; copy "
                                    f"the export whole")
     files: List[DataFile] = []
+    lines: Dict[str, int] = {}  # the line listing each file
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -190,6 +207,11 @@ def _data_files(source: Source, relative: str) -> Tuple[DataFile, ...]:
         if _relative(key) is None:
             raise ExportError(f"{name}, line {number}: dataFileS3Key {key!r} is not a file inside the export "
                               f"({ROOT}/<ExportId>/data/...)")
+        first = lines.setdefault(cast(str, _relative(key)), number)
+        if first != number:
+            raise ExportError(f"{name}, line {number}: dataFileS3Key {key!r} is listed twice (line {first} too): its "
+                              f"items would be read twice; DynamoDB lists each data file once: copy the export "
+                              f"again, or take a new one")
         files.append(DataFile(key, entry["itemCount"], entry["md5Checksum"]))
     return tuple(files)
 

@@ -385,7 +385,9 @@ class ExportError(CounterError):
     """A table export (``ExportTableToPointInTime``, in S3 or copied to a directory) cannot be read as DynamoDB
     writes it: no ``manifest-summary.json`` where it was looked for, an ION or an incremental export (the audit
     reads full exports in DynamoDB JSON), a data file listed in ``manifest-files.json`` but missing, a truncated or
-    corrupt gzip, an MD5 or an item count that differs from the manifests, a line that is not ``{"Item": {...}}``.
+    corrupt gzip, an MD5 or an item count that differs from the manifests, a data file listed twice, a line that is
+    not ``{"Item": {...}}``; or it is the export of another table of the live table's name (another account, region
+    or ``TableId``: ``export_of_copy=True`` audits a copy on purpose).
     The message names the file (or the table) and says what to do; nothing was reported.
     """
 

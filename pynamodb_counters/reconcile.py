@@ -50,7 +50,7 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
           workers: Optional[int] = None, item_bytes: int = DEFAULT_ITEM_BYTES,
           progress: Optional[Callable[..., None]] = None,
           export: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]], None] = None,
-          engine: str = "local", spark: Any = None
+          engine: str = "local", spark: Any = None, export_of_copy: bool = False
           ) -> AuditReport:
     """Compare a counter with the number of children on a bounded set of parents, or on every parent of a table
     export.
@@ -75,25 +75,36 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
       local directory), or a list of them when the parent's and the children's tables differ, one export each.
       The export nominates :attr:`AuditReport.candidates`; each is recounted on the live table, and only those
       still drifted are :attr:`AuditReport.drifts`. With ``key_prefix``, only parents whose hash key starts with
-      it (and their children).
+      it (and their children). Each export must be of the live table its models read: the same name, account and
+      region, and the same ``TableId`` where its ``manifest-summary.json`` carries one (one ``DescribeTable`` a
+      table, which costs no read units).
     :param engine: with ``export``, ``"local"`` (this machine's cores) or ``"spark"`` (a PySpark job).
     :param spark: with ``engine="spark"``, the ``pyspark.sql.SparkSession`` to run it on (EMR, Glue,
       ``local[*]``); the library never creates one.
+    :param export_of_copy: with ``export``, audit the live table from the export of a copy of it, on purpose: a
+      table of the same name in another account or region, or restored under its name (another ``TableId``).
+      Their accounts, regions and table ids are not compared (nor is ``DescribeTable`` called); the names still
+      are, and the candidates are verified on the live table as always.
     :raises ConfigurationError: no relation feeding the counter is loaded, a relation without ``prefix=`` or
       ``children=``, a Scan of a table shared with other models when the parent model has neither a
       discriminator nor an ``audit_filter()``.
-    :raises ExportError: with ``export``: an export that cannot be read as DynamoDB writes it, an export of a
-      table the audit does not read, a table it reads with no export, a relation counted by a ``children=``
-      function (it reads the live table). Nothing is reported.
+    :raises ExportError: with ``export``: an export that cannot be read as DynamoDB writes it (a data file listed
+      twice in its manifest included), an export of a table the audit does not read, a table it reads with no
+      export, an export whose account, region or table id is not the live table's (the message names which,
+      with both values; unless ``export_of_copy``), a live table that cannot be described, a relation counted by
+      a ``children=`` function (it reads the live table). Nothing is reported.
     :raises InvalidArgumentError: ``segments`` or ``workers`` below 1, a negative ``limit``; with ``export``,
-      ``parents``, ``limit`` or ``segments``, an unknown ``engine``, ``spark`` without ``engine="spark"``.
+      ``parents``, ``limit`` or ``segments``, an unknown ``engine``, ``spark`` without ``engine="spark"``;
+      without ``export``, ``engine``, ``spark`` or ``export_of_copy``.
     """
     if export is not None:
         return _audit_export(target, export, key_prefix=key_prefix, limit=limit, parents=parents,
                              segments=segments, workers=workers, item_bytes=item_bytes, progress=progress,
-                             engine=engine, spark=spark)
+                             engine=engine, spark=spark, export_of_copy=export_of_copy)
     if engine != "local" or spark is not None:
         raise InvalidArgumentError("engine= and spark= choose how an export is read: pass export= too")
+    if export_of_copy:
+        raise InvalidArgumentError("export_of_copy= says an export is of a copy of the live table: pass export= too")
     auditor = Auditor(target, item_bytes)
     if segments < 1 or (workers is not None and workers < 1) or (limit is not None and limit < 0):
         raise InvalidArgumentError("segments and workers are at least 1, limit at least 0")
@@ -153,7 +164,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
 def _audit_export(target: Union[CounterField, Relation], export: Union[Location, Sequence[Location]], *,
                   key_prefix: Optional[str], limit: Optional[int], parents: Optional[Iterable[Any]],
                   segments: int, workers: Optional[int], item_bytes: int,
-                  progress: Optional[Callable[..., None]], engine: str, spark: Any) -> AuditReport:
+                  progress: Optional[Callable[..., None]], engine: str, spark: Any,
+                  export_of_copy: bool) -> AuditReport:
     """``audit(export=...)``: the export's candidates, verified on the live table by keys."""
     counter, _ = audited(target)
     locations = exports_of(export)
@@ -168,7 +180,7 @@ def _audit_export(target: Union[CounterField, Relation], export: Union[Location,
                      progress=done)
 
     return audit_export(counter, locations, verify, engine=engine, spark=spark, workers=workers,
-                        key_prefix=key_prefix, progress=progress)
+                        key_prefix=key_prefix, progress=progress, export_of_copy=export_of_copy)
 
 
 def check_scannable(model: Any) -> None:

@@ -12,9 +12,10 @@ import pytest
 
 from pynamodb_counters import ExportProgress, audit, skip_counting
 from pynamodb_counters.cli import _ExportProgress
-from pynamodb_counters.testing import export_table
+from pynamodb_counters.testing import export_table, write_export
 from tests.app_package import run
 from tests.export_models import TABLE_MODELS, Forum, Member, Topic
+from tests.factories import stored
 from tests.models import Post, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -97,6 +98,23 @@ def test_two_exports_for_a_relation_in_another_table(capsys: pytest.CaptureFixtu
     assert code == 1 and [d["key"] for d in json.loads(out)["drifts"]] == [["FORUM#f0", "META"]]
     code, out, err = run(capsys, "audit", "tests.export_models:Forum.member_count", "--export", forums, "--json")
     assert code == 2 and json.loads(out)["type"] == "ExportError" and "no export of the table 'Members'" in err
+
+
+def test_an_export_of_another_account_is_refused_unless_declared_a_copy(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    drifted_forums(tmp_path / "live")
+    copy = write_export(tmp_path / "copy", stored("Forums"), files=2,
+                        table_arn="arn:aws:dynamodb:eu-west-1:999999999999:table/Forums")
+    code, out, err = run(capsys, "audit", TARGET, "--export", copy, "--json")
+    assert code == 2 and json.loads(out)["type"] == "ExportError"  # an error object, no report
+    assert "its account is 999999999999, the live table's 123456789012" in err and "--export-of-copy" in err
+    code, out, _ = run(capsys, "repair", TARGET, "--export", copy, "--apply")
+    assert code == 2 and out == ""  # nothing repaired, nothing reported
+    assert Forum.get("FORUM#f1", "META").topic_count == 1
+    code, out, _ = run(capsys, "audit", TARGET, "--export", copy, "--export-of-copy", "--json")
+    assert code == 1 and [d["key"] for d in json.loads(out)["drifts"]] == [["FORUM#f1", "META"], ["FORUM#f2", "META"]]
+    code, out, err = run(capsys, "audit", TARGET, "--export-of-copy", "--json")
+    assert code == 2 and "pass --export too" in err
 
 
 @pytest.mark.parametrize("argv, kind, message", [

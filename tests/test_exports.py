@@ -7,6 +7,7 @@ from a moto table, or by ``write_export`` from items, then read back; each bad i
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
@@ -16,7 +17,7 @@ import pickle
 import tracemalloc
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 import boto3
 import pytest
@@ -50,6 +51,21 @@ ITEMS = [{"pk": {"S": f"POST#{number % 3}"}, "sk": {"S": f"LIKE#USER#{number}"},
          for number in range(8)] + [{"pk": {"S": f"POST#{number}"}, "sk": {"S": "META"}, "like_tally": {"N": "2"}}
                                     for number in range(3)]
 
+
+
+@contextlib.contextmanager
+def table_id(model: Any, value: str) -> Iterator[None]:
+    """DescribeTable answers for ``model``'s table with ``TableId`` ``value``, as AWS's does (moto 5.2.5 gives
+    none): through the model's own client."""
+    def answer(parsed: Dict[str, Any], **_: Any) -> None:
+        parsed["Table"]["TableId"] = value
+
+    events = model._get_connection().connection.client.meta.events
+    events.register("after-call.dynamodb.DescribeTable", answer)
+    try:
+        yield
+    finally:
+        events.unregister("after-call.dynamodb.DescribeTable", answer)
 
 
 def social() -> None:
@@ -92,10 +108,12 @@ def by_repr(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 @moto
 def test_an_exported_table_reads_back_every_item_exactly_over_several_files(tmp_path: Path) -> None:
     social()
-    root = export_table(Post, tmp_path, files=4)
+    with table_id(Post, "6f0d5b43-social"):
+        root = export_table(Post, tmp_path, files=4)
     export = open_export(root)
     live = [as_exported(item) for item in stored("Social")]
     assert export.location == root and export.table == "Social" and export.item_count == len(live) == 25
+    assert (export.table_arn, export.table_id) == (TABLE_ARN, "6f0d5b43-social")
     assert len(export.files) == 4 and sum(file.items for file in export.files) == len(live)
     assert len([file for file in export.files if file.items]) == 4  # dealt over every file
     assert by_repr(every_item(export)) == by_repr(live)
@@ -146,6 +164,19 @@ def test_the_export_is_written_in_the_layout_aws_writes(tmp_path: Path) -> None:
         lines = gzip.decompress(data).decode().splitlines()
         assert len(lines) == entry["itemCount"]
         assert all(list(json.loads(line)) == ["Item"] for line in lines)
+
+
+def test_write_export_writes_the_table_id_it_is_given_and_null_unless_given(tmp_path: Path) -> None:
+    """An export written from items has no table to take a TableId from: without one, it is matched to the live
+    table by its ARN alone (docs/auditing-at-scale.rst)."""
+    given = open_export(write_export(tmp_path / "given", ITEMS, table_arn=TABLE_ARN, table_id="0b1c-id"))
+    assert (given.table_arn, given.table_id) == (TABLE_ARN, "0b1c-id")
+    root = Path(write_export(tmp_path / "none", ITEMS, table_arn=TABLE_ARN))
+    assert json.loads(summary_path(root).read_text())["tableId"] is None
+    assert open_export(str(root)).table_id is None
+    with pytest.raises(InvalidArgumentError, match="table_id"):
+        write_export(tmp_path / "bad", ITEMS, table_arn=TABLE_ARN, table_id="")
+    assert not (tmp_path / "bad").exists()
 
 
 @moto
@@ -478,7 +509,8 @@ def test_a_line_longer_than_any_item_is_refused_before_it_is_held_whole(exported
 
 
 @pytest.mark.parametrize("change", [{"tableArn": "Social"}, {"tableArn": None}, {"itemCount": "27"},
-                                    {"outputFormat": None}, {"exportType": "SNAPSHOT"}])
+                                    {"outputFormat": None}, {"exportType": "SNAPSHOT"}, {"tableId": 7},
+                                    {"tableId": ""}])
 def test_a_summary_that_is_not_as_aws_writes_it_is_refused(exported: Path, change: Dict[str, Any]) -> None:
     set_summary(exported, **change)
     with pytest.raises(ExportError, match="manifest-summary.json"):
@@ -500,6 +532,17 @@ def test_manifests_that_are_not_json_or_are_missing_are_refused_naming_them(expo
     summary_path(exported).write_text("{")
     with pytest.raises(ExportError, match=str(summary_path(exported))):
         open_export(str(exported))
+
+
+def test_a_manifest_listing_a_data_file_twice_is_refused_naming_the_file_and_both_lines(exported: Path) -> None:
+    """Its items would be counted twice: the counts and MD5s of a manifest repeating an entry all add up."""
+    listed = entries(exported)
+    (exported / "manifest-files.json").write_text("".join(json.dumps(entry) + "\n" for entry in listed + listed[:1]))
+    total = json.loads(summary_path(exported).read_text())["itemCount"]
+    set_summary(exported, itemCount=total + listed[0]["itemCount"])
+    with pytest.raises(ExportError, match=r"manifest-files.json, line 3: .* listed twice \(line 1 too\)") as error:
+        open_export(str(exported))
+    assert listed[0]["dataFileS3Key"] in str(error.value)
 
 
 def test_a_data_file_key_outside_the_export_is_refused(exported: Path) -> None:

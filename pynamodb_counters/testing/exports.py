@@ -20,7 +20,6 @@ import os
 import re
 import secrets
 import time
-import uuid
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -46,6 +45,8 @@ def export_table(model: type, directory: Union[str, os.PathLike[str]], *, files:
     """Read ``model``'s whole table (a strongly consistent Scan through the model's own connection: moto or real,
     whatever the model points at) and write it as DynamoDB exports a table to S3, under ``directory``
     (see :func:`write_export`). Every item of the table is written, the items of other models sharing it too.
+    The summary's ``tableArn`` and ``tableId`` are the table's, from ``DescribeTable`` (``tableId`` is ``null``
+    where the server gives no ``TableId``, as moto does).
 
     :param model: a PynamoDB model class: its table is exported.
     :param directory: where to write the export (the ``<prefix>`` of ``<prefix>/AWSDynamoDB/<ExportId>``).
@@ -84,11 +85,13 @@ def write_export(directory: Union[str, os.PathLike[str]], items: Iterable[Dict[s
     ``AWSDynamoDB/<ExportId>/`` as DynamoDB writes them for an export with no S3 prefix; ``s3Bucket`` and
     ``s3Prefix`` are ``null``. Items are streamed: memory does not grow with their number.
 
-    :param table_arn: the table's ARN, ``arn:aws:dynamodb:<region>:<account>:table/<name>``.
-    :param table_id: the table's id (``TableId``); by default a new UUID.
+    :param table_arn: the table's ARN, ``arn:aws:dynamodb:<region>:<account>:table/<name>``: an audit from the
+      export is of the table of that name, account and region.
+    :param table_id: the table's id (``TableId``, from ``DescribeTable``); by default ``null`` (DynamoDB always
+      writes the id), and an audit matches the export to its live table by ``table_arn`` alone.
     :returns: the export's folder, ``<directory>/AWSDynamoDB/<ExportId>``.
-    :raises InvalidArgumentError: as :func:`export_table`, or ``table_arn`` is not a table's ARN; nothing is
-      written.
+    :raises InvalidArgumentError: as :func:`export_table`, or ``table_arn`` is not a table's ARN, or ``table_id``
+      is not a non-empty string; nothing is written.
     """
     if type(files) is not int or files < 1:
         raise InvalidArgumentError(f"files={files!r}: give an int of at least 1, how many data files to deal the "
@@ -101,6 +104,8 @@ def write_export(directory: Union[str, os.PathLike[str]], items: Iterable[Dict[s
     if table_of(table_arn) is None:
         raise InvalidArgumentError(f"table_arn={table_arn!r}: give a table's ARN, "
                                    f"arn:aws:dynamodb:<region>:<account>:table/<name>")
+    if table_id is not None and not (isinstance(table_id, str) and table_id):
+        raise InvalidArgumentError(f"table_id={table_id!r}: give the table's TableId (a string), or None")
     root = os.path.join(os.fspath(directory), ROOT, export_id)
     if os.path.lexists(root):
         raise InvalidArgumentError(f"{root} already holds an export: give another export_id, or another directory")
@@ -117,7 +122,7 @@ def write_export(directory: Union[str, os.PathLike[str]], items: Iterable[Dict[s
                         "etag": digest.hex(), "dataFileS3Key": key})
     _write_manifest(root, FILES_MANIFEST, "".join(json.dumps(entry) + "\n" for entry in entries))
     summary = {"version": "2020-06-30", "exportArn": f"{table_arn}/export/{export_id}", "startTime": started,
-               "endTime": _now(), "tableArn": table_arn, "tableId": table_id or str(uuid.uuid4()),
+               "endTime": _now(), "tableArn": table_arn, "tableId": table_id,
                "exportTime": started, "s3Bucket": None, "s3Prefix": None, "s3SseAlgorithm": "AES256",
                "s3SseKmsKeyId": None, "manifestFilesS3Key": f"{ROOT}/{export_id}/{FILES_MANIFEST}",
                "billedSizeBytes": billed, "itemCount": sum(counts), "outputFormat": "DYNAMODB_JSON",
