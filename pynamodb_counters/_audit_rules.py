@@ -9,18 +9,28 @@ import time
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from pynamodb.attributes import TTLAttribute
+from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.expressions.condition import Condition
 
-from ._base import feeder_id, legacy_feeder_id, same_class
-from ._compat import discriminator_of
+from ._base import feeder_id, legacy_feeder_id
+from ._compat import ParentKey, as_returned, discriminator_of, key_attributes
 from ._conditions import discriminator_condition
 from ._items import Stored, count_of
-from ._spec import feeders_of
+from ._spec import check_feeder_ids, feeders_of
 from .attributes import CounterField
-from .exceptions import ConfigurationError, InvalidArgumentError
+from .exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
 from .relations import Relation
 
-__all__ = ["audited", "counted_classes", "expired", "loaded_feeders", "sum_stored"]
+__all__ = ["Uncountable", "audited", "counted_classes", "counted_child", "expired", "loaded_feeders",
+           "shares_partitions", "sum_stored"]
+
+
+class Uncountable(Exception):
+    """The children of a parent cannot be counted exactly: the audit reports it unverifiable (with this message as
+    its cause) and goes on with the other parents. Raised for a child PynamoDB cannot load, a child its relation
+    cannot count (:class:`~pynamodb_counters.exceptions.ChildValueError`,
+    :class:`~pynamodb_counters.exceptions.ParentKeyError`), and a ``prefix=`` relation whose children of one
+    partition count into several parents."""
 
 
 def audited(target: Any) -> Tuple[CounterField, Tuple[Relation, ...]]:
@@ -57,14 +67,8 @@ def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
     :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id
       (an audit could not tell their parents apart): one of them needs ``feeder=``.
     """
-    current: Dict[str, Relation] = {}
-    for relation in feeders_of(counter):
-        other = current.setdefault(feeder_id(relation), relation)
-        if other is not relation and not same_class(other.child_model, relation.child_model):
-            raise ConfigurationError(
-                f"{other} and {relation} both feed {counter!r} under the feeder id {feeder_id(relation)!r}: an "
-                f"audit could not tell which of them fed a parent. Give one of them a stable name of its own, "
-                f"counted_by(..., feeder='...')")
+    check_feeder_ids(counter)
+    current = {feeder_id(relation): relation for relation in feeders_of(counter)}
     legacy = {legacy_feeder_id(relation): relation for relation in feeders_of(counter)}
     return {**legacy, **current}
 
@@ -98,3 +102,41 @@ def sum_stored(values: Sequence[Optional[Stored]]) -> Optional[Stored]:
         return None
     total = sum(present)
     return total if isinstance(total, int) or total != total.to_integral_value() else int(total)
+
+
+def shares_partitions(relation: Relation) -> bool:
+    """Whether the parents ``relation`` counts into may share a partition (their model has a range key), so that
+    its children under ``prefix=`` are read and checked to name the parent audited, not only counted."""
+    return relation.prefix is not None and len(key_attributes(relation.parent_model)) > 1
+
+
+def counted_child(relation: Relation, item: Dict[str, Any], parent: Optional[ParentKey]) -> int:
+    """What the child ``item`` (raw, as a Query returns it) adds to its parent, loaded as PynamoDB loads it
+    (defaults applied, NULL read as ``None``): ``amount=`` where ``when=`` holds, else ``0``.
+
+    :param parent: the parent audited, where the relation's parents may share a partition: the child must name
+      it (``key=``).
+    :raises Uncountable: PynamoDB cannot load the item (an attribute stored with the wrong type), the relation's
+      functions fail on it or return what it cannot count, or it names another parent than ``parent``.
+    """
+    model = relation.child_model
+    try:
+        child = model.from_raw_data(as_returned(item))
+    except AttributeDeserializationError as error:
+        raise Uncountable(f"{relation}: the {model.__name__} item {_item_key(model, item)} cannot be loaded by "
+                          f"PynamoDB ({error}), so it cannot be counted; fix or delete it") from error
+    try:
+        if parent is not None and relation.parent_key(child) != parent:
+            raise Uncountable(
+                f"{relation}: prefix={relation.prefix} reads every child of the partition {parent[0]!r}, but key= "
+                f"sends {model.__name__} {_item_key(model, item)} to {relation.parent_key(child)!r}, another "
+                f"parent of that partition; declare counted_by(..., children=...) to count each parent's own")
+        return relation.amount(child) if relation.applies(child) else 0
+    except (ChildValueError, ParentKeyError) as error:
+        raise Uncountable(str(error)) from error
+
+
+def _item_key(model: Any, item: Dict[str, Any]) -> str:
+    """The key of a raw item, as its values: ``('CART#a', 'LINE#2')``."""
+    return repr(tuple(next(iter((item.get(attribute.attr_name) or {"NULL": True}).values()))
+                      for attribute in key_attributes(model)))

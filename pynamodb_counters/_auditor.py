@@ -17,8 +17,17 @@ from typing import Any, Dict, FrozenSet, Iterator, Optional, Union
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 
-from ._audit_rules import audited, counted_classes, expired, loaded_feeders, sum_stored
-from ._base import FED_BY, FEED_SEPARATOR, SEQUENCE, SHARD_COUNT
+from ._audit_rules import (
+    Uncountable,
+    audited,
+    counted_child,
+    counted_classes,
+    expired,
+    loaded_feeders,
+    shares_partitions,
+    sum_stored,
+)
+from ._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
 from ._compat import ParentKey, key_attributes, serialize_key
 from ._conditions import parent_condition, sequence_is
 from ._costs import read_units
@@ -32,7 +41,10 @@ from .exceptions import TransactionError
 from .relations import Relation
 from .signals import counter_repaired, send_safely
 
-__all__ = ["Auditor", "Budget", "Observation"]
+__all__ = ["MOVING", "Auditor", "Budget", "Observation"]
+
+MOVING = "it changed during every count (live writes): audit it again"
+"""The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent that never held still around a count."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +112,8 @@ class Auditor:
         return self._from_items(key, self.read(key))
 
     def _from_items(self, key: ParentKey, items: ShardItems) -> Observation:
-        if not items[0] or (self.rollup and expired(self.model, items[0])):  # a rollup past its TTL is gone
-            return Observation(key, False, None, None)
+        if not items[0] or MARKER in items[0] or (self.rollup and expired(self.model, items[0])):
+            return Observation(key, False, None, None)  # no parent: an expiry marker, a rollup past its TTL
         shards = [item for _, item in counter_shards(self.counter, items)]
         counts = [stored_of(item, self.counter.attr_name) for item in shards]
         sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
@@ -162,23 +174,29 @@ class Auditor:
         return total
 
     def _count_prefix(self, relation: Relation, key: ParentKey) -> int:
+        """The children of one parent under ``relation``'s prefix: a strongly consistent Query of its partition,
+        which counts them (``Select=COUNT``), or reads them where each child must be loaded (``when=``,
+        ``amount=``) or shown to name this parent (parents that may share a partition).
+
+        :raises Uncountable: a child cannot be loaded or counted, or names another parent of the partition.
+        """
         child = relation.child_model
         child_hash, range_attribute = key_attributes(child)[0], key_attributes(child)[-1]
         assert relation.prefix is not None
         hash_value = child_hash.serialize(key[0])
         connection = child._get_connection()
         counted = counted_classes(child)
+        named = key if shares_partitions(relation) else None
+        read = relation.conditional or named is not None
         count, start = 0, None
-        while True:  # a conditional or sum counter reads its children; a plain count only counts them
+        while True:  # the same read capacity either way: a Query is billed for the items it reads
             page = connection.query(hash_value, range_key_condition=range_attribute.startswith(relation.prefix),
                                     filter_condition=counted, consistent_read=True,
-                                    select=None if relation.conditional else COUNT, exclusive_start_key=start,
+                                    select=None if read else COUNT, exclusive_start_key=start,
                                     return_consumed_capacity="TOTAL")
             self._charge(page, self.item_bytes * int(page.get("ScannedCount", 0)))
-            if relation.conditional:
-                for item in page.get("Items", []):
-                    stored = child.from_raw_data(item)
-                    count += relation.amount(stored) if relation.applies(stored) else 0
+            if read:
+                count += sum(counted_child(relation, item, named) for item in page.get("Items", []))
             else:
                 count += int(page.get("Count", 0))
             start = page.get("LastEvaluatedKey")
@@ -186,28 +204,32 @@ class Auditor:
                 return count
 
     def check(self, observation: Observation, rounds: int = 3) -> Union[Drift, Unverifiable, None]:
-        """The drift of one observed parent, ``None``, or :class:`Unverifiable` when it records a feeder that is
-        not loaded (its children are then not counted at all).
+        """The drift of one observed parent, ``None`` when it is exact, or :class:`Unverifiable` when its children
+        cannot all be counted (a feeder that is not loaded) or it never held still.
 
-        A parent whose counter looks wrong is observed again; if its sequence moved while the children were
-        counted, it is recounted (at most ``rounds`` times). The drift always pairs the count with the
-        observation made *before* it, so when the parent never held still, the drift's sequence is already stale
-        and a repair recounts instead of applying it.
+        "Exact" needs the same proof as a drift: the children are counted between two observations of the parent,
+        and only a count the parent held still around (its counter and counted-write sequence the same before
+        and after) is compared with the counter. When the parent moved, it is counted again, at most ``rounds``
+        times; a parent that moved during every count is :class:`Unverifiable` (``cause`` says so), never
+        exact and never drift.
         """
         for _ in range(rounds):
             before = observation
             refused = self.unverifiable(before)
             if refused is not None:
                 return refused
-            actual = self.count(before.key)
-            if before.stored == actual:
-                return None
+            try:
+                actual = self.count(before.key)
+            except Uncountable as error:
+                return Unverifiable(self.model, before.key, self.attribute, before.stored, cause=str(error))
             observation = self.observe(before.key)
             if not observation.exists:
                 return None  # deleted meanwhile: nothing to repair
             if (observation.sequence, observation.stored) == (before.sequence, before.stored):
-                break
-        return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)
+                if before.stored == actual:
+                    return None
+                return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)
+        return Unverifiable(self.model, observation.key, self.attribute, observation.stored, cause=MOVING)
 
     # -- writing ---------------------------------------------------------------------------------------------
     def repair(self, drift: Drift, max_attempts: int) -> Repair:
@@ -227,6 +249,8 @@ class Auditor:
                 fresh = self.check(seen)
                 if fresh is None:
                     return Repair(drift, "exact", seen.stored, int(seen.stored or 0), attempt)
+                if isinstance(fresh, Unverifiable) and fresh.cause == MOVING:
+                    continue  # it moved during every count: the next attempt observes it again
                 if isinstance(fresh, Unverifiable):
                     return Repair(drift, "refused", fresh.stored, actual, attempt, fresh.reason)
                 stored, sequence, actual = fresh.stored, fresh.sequence, fresh.actual

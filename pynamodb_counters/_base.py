@@ -8,7 +8,7 @@ finds every relation loaded, without a registry of its own).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Type
+from typing import Any, Iterator, List, Optional, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
@@ -16,9 +16,10 @@ from pynamodb.models import Model
 from ._compat import discriminator_of
 from .exceptions import ConfigurationError
 
-__all__ = ["DECLARED", "EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MAX_SHARDS", "SEQUENCE", "SHARD",
-           "SHARD_COUNT", "SPEC_HELD", "WRITE_ID", "CountedBase", "counted_classes", "declared", "feed_entry",
-           "feeder_id", "forget_specs", "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
+__all__ = ["DECLARED", "EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MARKER", "MAX_SHARDS", "SEQUENCE",
+           "SHARD", "SHARD_COUNT", "SPEC_HELD", "STORED_NAMES", "WRITE_ID", "CountedBase", "check_feeder_id",
+           "counted_classes", "declared", "feed_entry", "feeder_clash", "feeder_id", "forget_specs",
+           "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -56,6 +57,15 @@ SHARD: Attribute[float] = NumberAttribute(attr_name="_cshard")
 
 SHARD_COUNT: Attribute[float] = NumberAttribute(attr_name="_cshards")
 """On a parent item: how many shards (the parent included) have been created for it."""
+
+MARKER = "_cexpiry"
+"""The attribute that makes an item an expiry marker (it holds the expired child's table), and the start of a
+marker's hash key (``_cexpiry#<eventID>``): see ``_expiry_rules``."""
+
+STORED_NAMES = (WRITE_ID, EDIT_ID, SEQUENCE.attr_name, FED_BY.attr_name, SHARD.attr_name, SHARD_COUNT.attr_name,
+                MARKER)
+"""Every attribute name the library stores on items, from the definitions above: a counted model's own attribute
+stored under one of them is refused when its class is made."""
 
 
 class CountedBase:
@@ -115,7 +125,7 @@ def same_class(one: type, other: type) -> bool:
     return one.__module__ == other.__module__ and one.__qualname__ == other.__qualname__
 
 
-def feeder_id(relation: Any) -> str:
+def feeder_id(relation: Any, child: Optional[type] = None, name: Optional[str] = None) -> str:
     """A :class:`~pynamodb_counters.Relation`'s name in the feeder record: the same in every process and through
     refactors (a module renamed, models declared in a factory or in ``__main__``), and distinct for relations
     feeding one counter unless they count the same items.
@@ -127,19 +137,49 @@ def feeder_id(relation: Any) -> str:
     * either preceded by ``table=<child table>;`` when the child's table is not the parent's own (so a table
       holding parents and children keeps its records when it is restored or renamed).
 
-    Read once the child class is built (its discriminator is registered after its body runs).
+    Read once the child class is built (its discriminator is registered after its body runs); ``child`` and
+    ``name`` give the class and attribute of a relation being registered (from its class body).
     """
     if relation.feeder is not None:
         return f"name={relation.feeder}"
-    child, parent = relation.child_model, relation.parent_model
-    parts = [] if child.Meta.table_name == parent.Meta.table_name else [f"table={child.Meta.table_name}"]
+    model: Any = relation.child_model if child is None else child
+    parent, name = relation.parent_model, relation.name if name is None else name
+    parts = [] if model.Meta.table_name == parent.Meta.table_name else [f"table={model.Meta.table_name}"]
     if relation.prefix is None:
-        return ";".join(parts + [f"relation={child.__name__}.{relation.name}"])
-    attribute = discriminator_of(child)
-    value = attribute.get_discriminator(child) if attribute is not None else None
+        return ";".join(parts + [f"relation={model.__name__}.{name}"])
+    attribute = discriminator_of(model)
+    value = attribute.get_discriminator(model) if attribute is not None else None
     if value is not None:
         parts.append(f"discriminator={value}")
     return ";".join(parts + [f"prefix={relation.prefix}"])
+
+
+def feeder_clash(relation: Any, child: type, name: str, other: Any) -> ConfigurationError:
+    """The error for ``child.name`` (the relation ``relation``) feeding a counter under the feeder id of ``other``,
+    a relation of another class feeding it too."""
+    theirs = other.child_model
+    return ConfigurationError(
+        f"{child.__module__}.{child.__name__}.{name} and {theirs.__module__}.{theirs.__name__}.{other.name} feed "
+        f"{relation.counter!r} under one feeder id {feeder_id(other)!r}\n"
+        f"An audit could not tell which of them fed a parent, and once one left the code it would repair the "
+        f"counter without the other's children. Give one of them a stable name of its own: "
+        f"counted_by(..., feeder='...').")
+
+
+def check_feeder_id(relation: Any, owner: type, name: str) -> None:
+    """Refuse ``owner.name``, the relation ``relation`` being registered, when another class's relation already
+    feeds its counter under the feeder id it would record. A ``prefix=`` relation's id is read once its class is
+    built (it may name a discriminator), and checked at its model's first use (``_spec``).
+
+    :raises ConfigurationError: the ids clash.
+    """
+    if relation.prefix is not None and relation.feeder is None:
+        return
+    mine = feeder_id(relation, owner, name)
+    for other in relation.counter._feeders:
+        if (other.feeder is not None or other.prefix is None) and feeder_id(other) == mine \
+                and not same_class(other.child_model, owner):
+            raise feeder_clash(relation, owner, name, other)
 
 
 def legacy_feeder_id(relation: Any) -> str:
@@ -163,6 +203,6 @@ def require_mixin(owner: type, what: str) -> None:
     """
     mro = owner.__mro__
     if CountedBase not in mro or (Model in mro and mro.index(Model) < mro.index(CountedBase)):
-        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases, "
-                                 f"as in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
-                                 f"not be counted")
+        raise ConfigurationError(f"{what}: {owner.__name__} must list CounterMixin before Model in its bases\n"
+                                 f"As in class {owner.__name__}(CounterMixin, Model); otherwise its writes would "
+                                 f"not be counted.")

@@ -13,8 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
 
-from ._audit_rules import counted_classes, expired, loaded_feeders, sum_stored
-from ._base import FED_BY, FEED_SEPARATOR, SHARD
+from ._audit_rules import (
+    Uncountable,
+    counted_child,
+    counted_classes,
+    expired,
+    loaded_feeders,
+    shares_partitions,
+    sum_stored,
+)
+from ._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
 from ._compat import ParentKey, as_returned, key_attributes
 from ._export_conditions import Item, matcher
 from ._items import Stored, stored_of
@@ -40,13 +48,14 @@ absent), the feeder ids it records for the counter, and whether it is a rollup p
 everything a tally holds: tallies cross processes (pickled) by the million."""
 
 Partition = List[Any]
-"""What some of an export's data files hold under one parent hash key: ``[children, parents, shards]``, what the
-children counted into it add up to, its parent items (``{raw key: Share}``) and their shard items
-(``{(parent's raw key, index): Share}``), each ``None`` while empty. The children of a parent share its hash key
+"""What some of an export's data files hold under one parent hash key: ``[children, parents, shards, uncountable]``,
+what the children counted into it add up to, its parent items (``{raw key: Share}``), their shard items
+(``{(parent's raw key, index): Share}``), each ``None`` while empty, and why a child of it cannot be counted
+(``None`` while every child can). The children of a parent share its hash key
 (its partition), and a shard item's key extends it, so every finding about a parent is made from its partition
 alone. A plain list, so that a tally pickles without a call per partition."""
 
-CHILDREN, PARENTS, SHARDS = 0, 1, 2
+CHILDREN, PARENTS, SHARDS, UNCOUNTABLE = 0, 1, 2, 3
 
 Where = Union[str, Typed]
 """A partition's hash key, as a tally is keyed by it: the string itself for a string key (hashed once, cached by
@@ -59,6 +68,7 @@ Tally = Dict[Where, Partition]
 def merge_partitions(first: Partition, second: Partition) -> Partition:
     """Two shares of one partition together (``first``, updated; ``second`` unchanged)."""
     first[CHILDREN] += second[CHILDREN]
+    first[UNCOUNTABLE] = first[UNCOUNTABLE] or second[UNCOUNTABLE]
     for slot in (PARENTS, SHARDS):
         theirs = second[slot]
         if theirs:
@@ -70,8 +80,10 @@ def merge_partitions(first: Partition, second: Partition) -> Partition:
 
 
 class Finding(NamedTuple):
-    """A parent of the export whose counter is not what its children add up to, or whose feeders are not all
-    loaded (``unloaded``, then ``actual`` is ``None``: its children were not counted)."""
+    """A parent of the export whose counter is not what its children add up to, or whose children the export cannot
+    count (``actual`` is then ``None``, and the live table decides): its feeders are not all loaded
+    (``unloaded``), a child of its partition cannot be counted, or its partition holds several parents of a
+    counter fed under a prefix."""
 
     key: ParentKey
     stored: Optional[Stored]
@@ -149,6 +161,7 @@ class ExportCounting:
         self.counter_name, self.shard_name, self.feeds_name = counter.attr_name, SHARD.attr_name, FED_BY.attr_name
         self.rollup = any(relation.create_parent for relation in feeders)
         self.loaded = frozenset(loaded_feeders(counter))
+        self.shared_partitions = any(shares_partitions(found.relation) for found in self.children)
 
     # -- one data file -------------------------------------------------------------------------------------------
     def tally(self, table: str, items: Iterable[Item]) -> Tally:
@@ -186,7 +199,7 @@ class ExportCounting:
             if text is not None and text.startswith(self.beside) and shard_name not in item:
                 return
         key = _raw_key(item, names)
-        if key is None:
+        if key is None or MARKER in item:  # an expiry marker is the library's own item, never a parent
             return
         if shard_name in item:  # a shard item: its share goes to the parent whose key it extends
             index = int(item[shard_name]["N"])
@@ -215,10 +228,12 @@ class ExportCounting:
             return
         if found.counted is not None and not found.counted(item):
             return
+        uncountable = None
         if found.conditional:  # a conditional or sum counter reads its children, as PynamoDB loads them
-            relation = found.relation
-            child = relation.child_model.from_raw_data(as_returned(item))
-            adds = relation.amount(child) if relation.applies(child) else 0
+            try:
+                adds = counted_child(found.relation, item, None)
+            except Uncountable as error:
+                adds, uncountable = 0, str(error)
         else:
             adds = 1
         kind, value = next(iter(partition.items()))
@@ -226,16 +241,20 @@ class ExportCounting:
             where = value if kind == "S" else (kind, value)
             counted = result.get(where)
             if counted is None:
-                result[where] = [adds, None, None]
+                result[where] = [adds, None, None, uncountable]
             else:
                 counted[CHILDREN] += adds
+                counted[UNCOUNTABLE] = counted[UNCOUNTABLE] or uncountable
 
     # -- one whole partition -------------------------------------------------------------------------------------
     def findings(self, partition: Partition) -> Findings:
         """What the export says of the parents of one partition, every data file's share of it merged."""
-        children, parents, shards = partition
+        children, parents, shards, uncountable = partition
         if not parents:
             return _NO_FINDINGS
+        # a partition whose children cannot all be counted, or whose several parents all count every child under
+        # the prefix: nominated, and the live audit (which reads each child) decides
+        undecided = uncountable is not None or (len(parents) > 1 and self.shared_partitions)
         found: List[Finding] = []
         for raw, (stored_raw, feeds, gone) in parents.items():
             if gone:  # a rollup past its TTL: no write counts into it any more
@@ -247,6 +266,8 @@ class ExportCounting:
             unloaded = feeds.union(*(each[1] for _, each in own)) - self.loaded
             if unloaded:
                 found.append(Finding(self._key(raw), stored, None, tuple(sorted(unloaded))))
+            elif undecided:
+                found.append(Finding(self._key(raw), stored, None))
             elif stored != children:
                 found.append(Finding(self._key(raw), stored, children))
         return Findings(len(parents), tuple(found))
@@ -262,7 +283,7 @@ def _shares(tally: Tally, hash_key: Typed, slot: int) -> Dict[Any, Share]:
     where: Where = hash_key[1] if hash_key[0] == "S" else hash_key
     partition = tally.get(where)
     if partition is None:
-        partition = tally[where] = [0, None, None]
+        partition = tally[where] = [0, None, None, None]
     shares = partition[slot]
     if shares is None:
         shares = partition[slot] = {}

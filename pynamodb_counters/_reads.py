@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
+from pynamodb.expressions.operand import Path
 
-from ._base import SHARD_COUNT
+from ._base import MARKER, SHARD_COUNT
 from ._compat import ParentKey, key_attributes, key_of, serialize_key
 from ._items import ShardItems, count_of, whole_count
 from ._send import DEFAULT_RETRY_POLICY
@@ -168,8 +169,9 @@ def scan_parents(model: Any, feeders: Sequence[Relation], key_prefix: Optional[s
                  segments: int = 1, charge: Optional[Callable[[Dict[str, Any], int], None]] = None
                  ) -> Iterator[Tuple[ParentKey, Dict[str, Any]]]:
     """The parents of ``model`` (key and raw item) in one segment of a strongly consistent Scan of its table:
-    items that pass its ``audit_filter()``, are not shard items, are not children stored beside it under a
-    relation's ``prefix=``, and (with ``key_prefix``) have a hash key starting with it.
+    items that pass its ``audit_filter()``, are neither shard items nor expiry markers (the library's own), are not
+    children stored beside it under a relation's ``prefix=``, and (with ``key_prefix``) have a hash key starting
+    with it.
 
     :param charge: called with each page and how many items it scanned, to account for capacity.
     """
@@ -183,7 +185,8 @@ def scan_parents(model: Any, feeders: Sequence[Relation], key_prefix: Optional[s
     if key_prefix is not None:
         by_prefix = attributes[0].startswith(key_prefix)
         condition = by_prefix if condition is None else condition & by_prefix
-    condition = not_a_shard() if condition is None else condition & not_a_shard()
+    ours = not_a_shard() & Path(MARKER).does_not_exist()  # the library's own items are never parents
+    condition = ours if condition is None else condition & ours
     connection = model._get_connection()
     start: Optional[Dict[str, Any]] = None
     while True:

@@ -4,7 +4,9 @@ The rules a :func:`~pynamodb_counters.counted_by` declaration must pass, refused
 ``counted_by()`` is called (:func:`check_options`), and its place, when a class registers it
 (:func:`check_declaration`): the mixin, a counter on a model, shards its key can carry, ``prefix=`` on a model
 with a range key, how its expiries are counted, no twin relation counting each child twice, no neighbour counted
-under an overlapping prefix. Declarations only, no I/O.
+under an overlapping prefix. And what every counted class must hold when it is made (:func:`check_model`): no
+attribute stored under a name the library stores itself, and the relations it inherits holding for it (a
+``TTLAttribute`` a subclass adds). Declarations only, no I/O.
 
 A relation is passed in, never imported: the rules sit below :mod:`pynamodb_counters.relations`, which calls them.
 """
@@ -15,14 +17,14 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
-from ._base import counted_classes, require_mixin, same_class
+from ._base import STORED_NAMES, counted_classes, require_mixin, same_class
 from ._compat import holds
-from ._expiry_rules import check_expiries
+from ._expiry_rules import check_expiries, check_inherited_expiries
 from ._shards import check_shardable
 from .attributes import CounterField
 from .exceptions import ChildValueError, ConfigurationError
 
-__all__ = ["MAX_FEEDER", "check_declaration", "check_options", "check_parent_defaults", "made"]
+__all__ = ["MAX_FEEDER", "check_declaration", "check_model", "check_options", "check_parent_defaults", "made"]
 
 MAX_FEEDER = 100
 """The longest ``feeder=`` name: it is stored on every parent the relation feeds."""
@@ -45,9 +47,10 @@ def check_options(counter: Any, key: Any, reads: Iterable[str], prefix: Optional
         raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
     if prefix is not None and (not isinstance(prefix, str) or not prefix):
         raise ConfigurationError(f"counted_by(prefix=...) is a non-empty sort key prefix such as 'LIKE#', "
-                                 f"not {prefix!r}: it says the children are the items of their parent's "
-                                 f"partition whose sort keys start with it. Children stored elsewhere are "
-                                 f"counted for audits with children=... (a function of the parent's key)")
+                                 f"not {prefix!r}\n"
+                                 f"It says the children are the items of their parent's partition whose sort keys "
+                                 f"start with it. Children stored elsewhere are counted for audits with "
+                                 f"children=... (a function of the parent's key).")
     if children is not None and not callable(children):
         raise ConfigurationError(f"counted_by(children=...) must be a callable counting a parent's children, "
                                  f"not {children!r}")
@@ -63,9 +66,9 @@ def check_options(counter: Any, key: Any, reads: Iterable[str], prefix: Optional
         check_shardable(counter.model, counter)
     if feeder is not None and not (isinstance(feeder, str) and feeder.strip() == feeder
                                    and 0 < len(feeder) <= MAX_FEEDER):
-        raise ConfigurationError(f"counted_by(feeder=...) is a short stable name for the relation in its "
-                                 f"parents' feeder records, such as 'reactions' (1 to {MAX_FEEDER} characters, "
-                                 f"no surrounding spaces), not {feeder!r}")
+        raise ConfigurationError(f"counted_by(feeder=...) is a short stable name, not {feeder!r}\n"
+                                 f"It names the relation in its parents' feeder records, such as 'reactions': 1 to "
+                                 f"{MAX_FEEDER} characters, no surrounding spaces.")
     if not isinstance(create_parent, bool):
         raise ConfigurationError(f"counted_by(create_parent=...) is True or False, not {create_parent!r}")
     if parent_defaults is not None and not (create_parent and callable(parent_defaults)):
@@ -106,34 +109,84 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
     """Refuse to declare the relation as ``owner.name`` where it would miscount. PynamoDB may not have processed
     ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
 
-    :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, the counter is on
-      no model, a sharded counter of ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with
-      no range key, another relation of ``owner`` already counts it the same way in the same counter, or
-      another child model's items are under an overlapping prefix of the same table with nothing to tell
-      them apart.
+    :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, ``owner`` would
+      miscount whatever it declares (:func:`check_model`), the counter is on no model, a sharded counter of
+      ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with no range key, ``owner`` or a
+      subclass made already has a ``TTLAttribute`` and the relation does not say how its expiries are counted,
+      another relation of ``owner`` already counts it the same way in the same counter, or another child model's
+      items are under an overlapping prefix of the same table with nothing to tell them apart.
     """
     where = f"{owner.__name__}.{name} = counted_by(...)"
     if relation.declared_on is not None:
         raise ConfigurationError(f"one relation cannot be declared twice ({relation} and {owner.__name__}.{name})")
     require_mixin(owner, where)
+    check_model(owner, type(relation))
     counter = relation.counter
     if counter.model is None:
-        raise ConfigurationError(f"{where}: its CounterField is not declared on a model class. Declare the "
-                                 f"counter on the parent model first; a model counting its own kind declares it "
-                                 f"in its class body, before the relation")
+        raise ConfigurationError(f"{where}: its CounterField is not declared on a model class\n"
+                                 f"Declare the counter on the parent model first; a model counting its own kind "
+                                 f"declares it in its class body, before the relation.")
     attributes = _declared_attributes(owner)
     if counter.shards > 1 and counter.model is owner:
         check_shardable(owner, counter, next((a for a in attributes.values() if a.is_hash_key), None))
     if relation.prefix is not None and not any(attribute.is_range_key for attribute in attributes.values()):
         raise ConfigurationError(
-            f"{owner.__name__}.{name} = counted_by(..., prefix={relation.prefix!r}): prefix= says the children are "
-            f"the items of their parent's partition whose sort keys start with it, but {owner.__name__} has no "
-            f"range key (sort key). Give it one (an attribute with range_key=True), or count its children "
-            f"for audits with children=... instead")
+            f"{owner.__name__}.{name} = counted_by(..., prefix={relation.prefix!r}): {owner.__name__} has no range "
+            f"key (sort key)\n"
+            f"prefix= says the children are the items of their parent's partition whose sort keys start with it.\n"
+            f"Give {owner.__name__} a range key (an attribute with range_key=True), or count its children for audits "
+            f"with children=... instead.")
     check_expiries(owner, where, relation.expiries)
+    for subclass in _made_subclasses(owner):  # a relation registered after them (assigned after the body)
+        check_inherited_expiries(subclass, owner, where, _counter_of(relation), relation.expiries)
     _check_twins(relation, owner, name)
     if relation.prefix is not None:
         _check_neighbours(relation, owner, name, attributes)
+
+
+def check_model(owner: Type[Any], kind: Type[Any]) -> None:
+    """Refuse ``owner``, a counted class, where it would miscount: an attribute of it, its own or inherited, stored
+    under a name the library stores on items itself (``_base.STORED_NAMES``, whatever its Python name), or a
+    relation (an instance of ``kind``) it inherits that does not say how the expiries of its items are counted.
+    Checked as the class is made (``CounterMixin.__init_subclass__``), and before the first relation of its body
+    registers (:func:`check_declaration`), so a class refused registers none. Its attributes are read from its
+    namespace and its bases' (PynamoDB has not processed it yet).
+
+    :raises ConfigurationError: naming the attribute, or the inherited relation and where to declare what.
+    """
+    for name, attribute in _declared_attributes(owner).items():
+        stored = attribute.attr_name or name  # as PynamoDB names it, before its __set_name__ in a body being run
+        if stored in STORED_NAMES:
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} is stored as {stored!r}, a name pynamodb-counters stores on "
+                f"items itself\n"
+                f"Counted writes, audits and count_expiries would take it for the library's own (a write id, a "
+                f"sequence, feeder records, a shard, an expiry marker) and write over it.\n"
+                f"Give the attribute another attr_name; the library stores {', '.join(STORED_NAMES)}.")
+    for klass in owner.__mro__[1:]:
+        for name, relation in vars(klass).items():
+            if isinstance(relation, kind) and relation.declared_on is klass:
+                check_inherited_expiries(owner, klass, f"{klass.__name__}.{name} = counted_by(...)",
+                                         _counter_of(relation), relation.expiries)
+
+
+def _made_subclasses(model: type) -> Iterator[type]:
+    """Every subclass of ``model`` that PynamoDB has processed, each once."""
+    seen = set()
+    pending = list(model.__subclasses__())
+    while pending:
+        klass = pending.pop()
+        if klass not in seen:
+            seen.add(klass)
+            pending.extend(klass.__subclasses__())
+            if made(klass):
+                yield klass
+
+
+def _counter_of(relation: Any) -> str:
+    """The counter a relation counts into, as ``Parent.counter``."""
+    return f"{relation.parent_model.__name__}.{relation.attribute}"
+
 
 def _check_twins(relation: Any, owner: Type[Any], name: str) -> None:
     """Refuse a second relation of ``owner`` (its own or inherited) counting each child in the same counter
@@ -145,11 +198,10 @@ def _check_twins(relation: Any, owner: Type[Any], name: str) -> None:
                     and other.counter is counter and _same_functions(relation.functions, other.functions):
                 raise ConfigurationError(
                     f"{owner.__name__}.{name} and {klass.__name__}.{other.name} both count each "
-                    f"{owner.__name__} in {relation.parent_model.__name__}.{relation.attribute} with the same key, "
-                    f"when= and amount=: every save would add 2 for one child. Remove one of them. Two relations to "
-                    f"one counter are for two parents of one child, each named by its own key (a transfer "
-                    f"counted on its sender's and its recipient's transfer_count: key=lambda t: t.sender and "
-                    f"key=lambda t: t.recipient)")
+                    f"{owner.__name__} in {_counter_of(relation)} with the same key, when= and amount=\n"
+                    f"Every save would add 2 for one child. Remove one of them. Two relations to one counter are for "
+                    f"two parents of one child,\neach named by its own key (a transfer counted on its sender's and "
+                    f"its recipient's transfer_count: key=lambda t: t.sender and key=lambda t: t.recipient).")
 
 def _check_neighbours(relation: Any, owner: Type[Any], name: str, attributes: Dict[str, Attribute[Any]]
                       ) -> None:
@@ -168,12 +220,14 @@ def _check_neighbours(relation: Any, owner: Type[Any], name: str, attributes: Di
         if discriminator is not None and discriminator is _discriminator_of(_declared_attributes(model)):
             continue
         raise ConfigurationError(
-            f"{owner.__name__}.{name} = counted_by(..., prefix={prefix!r}): {model.__name__}.{other.name} = "
-            f"counted_by(..., prefix={other_prefix!r}) already counts {model.__name__} items of table {table} "
-            f"in the partitions of the same parents, and nothing tells a {owner.__name__} item from a "
-            f"{model.__name__} item: an audit of either counter would count both. Give them distinct prefixes, "
-            f"neither starting with the other (such as 'LIKE#' and 'REACTION#'), put one DiscriminatorAttribute "
-            f"on a common base of both models, or count them for audits with children=... instead of prefix=")
+            f"{owner.__name__}.{name} = counted_by(..., prefix={prefix!r}) overlaps {model.__name__}.{other.name} = "
+            f"counted_by(..., prefix={other_prefix!r})\n"
+            f"{model.__name__}.{other.name} already counts {model.__name__} items of table {table} in the partitions "
+            f"of the same parents,\nand nothing tells a {owner.__name__} item from a {model.__name__} item: an audit "
+            f"of either counter would count both.\n"
+            f"Give them distinct prefixes, neither starting with the other (such as 'LIKE#' and 'REACTION#'), put "
+            f"one DiscriminatorAttribute on a common base of both models,\nor count them for audits with "
+            f"children=... instead of prefix=.")
 
 
 def _registered_in(kind: Type[Any], table: Optional[str]) -> Iterator[Any]:

@@ -72,24 +72,30 @@ class Drift:
 
 @dataclass(frozen=True)
 class Unverifiable:
-    """A parent whose counter was fed by relations this process has not loaded: its children cannot all be
-    counted, so it is neither reported as drift nor repaired.
+    """A parent whose children cannot be counted exactly here, so it is neither reported as drift nor repaired:
+    its counter was fed by relations this process has not loaded (:attr:`unloaded`), or :attr:`cause` says what
+    else stood in the way (it changed during every count, a child holds a value its relation cannot count, a
+    ``prefix=`` relation sends the children of its partition to several parents).
 
     :ivar unloaded: the feeder ids the parent records that name no loaded relation (``prefix=REACTION#``, or
       ``app.reactions:Reaction.post`` as earlier releases recorded them); import the modules declaring them (the
       command's ``--import``), or forget the entries of relations removed from the code
-      (:func:`~pynamodb_counters.migrate_feeders`).
+      (:func:`~pynamodb_counters.migrate_feeders`). Empty when :attr:`cause` says why.
+    :ivar cause: why its children cannot be counted, when it is not a feeder that is not loaded; empty otherwise.
     """
 
     model: Type[Model]
     key: ParentKey
     attribute: str
     stored: Optional[Stored]
-    unloaded: Tuple[str, ...]
+    unloaded: Tuple[str, ...] = ()
+    cause: str = ""
 
     @property
     def reason(self) -> str:
-        """``unverifiable: fed by prefix=REACTION#, which is not loaded``."""
+        """``unverifiable: fed by prefix=REACTION#, which is not loaded``, or ``unverifiable: <cause>``."""
+        if self.cause:
+            return f"unverifiable: {self.cause}"
         which = "which are" if len(self.unloaded) > 1 else "which is"
         return f"unverifiable: fed by {', '.join(self.unloaded)}, {which} not loaded"
 

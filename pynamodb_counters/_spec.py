@@ -19,15 +19,25 @@ from typing import Any, Dict, List, Optional, Tuple
 from pynamodb.attributes import Attribute
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
-from ._base import FEED_SEPARATOR, SPEC_HELD, CountedBase, counted_classes, declared, legacy_feeder_id, same_class
+from ._base import (
+    FEED_SEPARATOR,
+    SPEC_HELD,
+    CountedBase,
+    counted_classes,
+    declared,
+    feeder_clash,
+    feeder_id,
+    legacy_feeder_id,
+    same_class,
+)
 from ._compat import discriminator_of, key_attributes
 from ._relation_rules import made
 from .attributes import CounterField
 from .exceptions import ConfigurationError
 from .relations import REGISTERING, UNREGISTERED, Relation
 
-__all__ = ["ModelSpec", "all_relations", "counters_of", "feeders_of", "foreign_feeds", "relations_of", "shard_count",
-           "spec_of"]
+__all__ = ["ModelSpec", "all_relations", "check_feeder_ids", "counters_of", "feeders_of", "foreign_feeds",
+           "relations_of", "shard_count", "spec_of"]
 
 _SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
 
@@ -92,6 +102,7 @@ def _build(model: Any) -> ModelSpec:
         relations.extend(value for value in vars(klass).values()
                          if isinstance(value, Relation) and value not in relations)
     for relation in relations:
+        check_feeder_ids(relation.counter)  # relations declared apart may have come to share an id since
         unknown = relation.reads - set(attributes)
         if unknown:
             raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of {model.__name__}")
@@ -125,6 +136,19 @@ def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
     """
     declare_feeders(counter)
     return tuple(counter._feeders)
+
+
+def check_feeder_ids(counter: CounterField) -> None:
+    """Refuse two loaded relations that feed ``counter`` under one feeder id, unless they count the same items
+    (one class defined twice).
+
+    :raises ConfigurationError: an audit could not tell their parents apart: one of them needs ``feeder=``.
+    """
+    seen: Dict[str, Relation] = {}
+    for relation in feeders_of(counter):
+        other = seen.setdefault(feeder_id(relation), relation)
+        if other is not relation and not same_class(other.child_model, relation.child_model):
+            raise feeder_clash(relation, relation.child_model, relation.name, other)
 
 
 def all_relations() -> List[List[Relation]]:

@@ -70,8 +70,8 @@ class CounterField(Attribute[int]):
                                      f"number attribute of the parent, or a function of the parent returning one")
         if limit is not None and shards > 1:
             raise ConfigurationError(f"CounterField(shards={shards}, limit=...): a limited counter cannot be "
-                                     f"sharded: its condition must see the whole count on one item, and a sharded "
-                                     f"count is spread over {shards}")
+                                     f"sharded\nIts condition must see the whole count on one item, and a sharded "
+                                     f"count is spread over {shards}.")
         super().__init__(default=0, attr_name=attr_name)
         self.model: Optional[Type[Any]] = None
         self.name: Optional[str] = None
@@ -166,8 +166,8 @@ class CounterField(Attribute[int]):
             if not isinstance(found, Attribute) or found.attr_type != NUMBER or isinstance(found, CounterField) or \
                     all(found is not attribute for attribute in owner.get_attributes().values()):
                 raise ConfigurationError(f"{self!r}: limit= must be one number attribute of the parent (not a "
-                                         f"counter), such as limit=max_players in the class body or lambda game: "
-                                         f"game.max_players; got {found!r}")
+                                         f"counter), not {found!r}\nSuch as limit=max_players in the class body, "
+                                         f"or limit=lambda game: game.max_players.")
             self._limit_attribute = found
         return self._limit_attribute
 

@@ -17,6 +17,7 @@ from ._compat import ParentKey, key_attributes, key_of, serialize_key
 from ._conditions import discriminator_condition, pending_fold, pending_fold_message
 from ._items import count_of
 from ._reads import read_totals
+from ._relation_rules import check_model
 from ._results import WriteResult
 from ._send import RetryPolicy
 from ._shard_items import create_shards
@@ -45,6 +46,7 @@ from .exceptions import (
     DuplicateChildError,
     MissingChildError,
 )
+from .relations import Relation
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -82,6 +84,15 @@ class CounterMixin(CountedBase):
 
     Per model, ``Meta.counter_retry`` may hold a :class:`~pynamodb_counters.RetryPolicy`.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a class (subclasses too) that would miscount, as it is made (see :doc:`modelling`).
+
+        :raises ConfigurationError: an attribute stored under a name the library stores on items itself, or an
+          inherited relation that does not say how the expiries of the class's items are counted.
+        """
+        super().__init_subclass__(**kwargs)
+        check_model(cls, Relation)
 
     # -- writes ----------------------------------------------------------------------------------------------
     def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = UNSET,
@@ -386,7 +397,3 @@ def _bypass(instance: Any, operation: str, why: str) -> CountingBypassError:
         f"would bypass counting on {model.__name__} {key_of(instance)!r}: {why}. Use "
         f"pynamodb_counters.CountedTransaction (save, delete, update and condition_check, committed as one "
         f"TransactWriteItems), or skip_counting() for a deliberate backfill. Nothing was sent")
-
-
-
-

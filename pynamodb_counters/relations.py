@@ -20,7 +20,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, overload
 
-from ._base import feed_entry, forget_specs, note_declared
+from ._base import check_feeder_id, feed_entry, forget_specs, note_declared
 from ._compat import ParentKey
 from ._recorder import read_by
 from ._relation_rules import check_declaration, check_options, check_parent_defaults
@@ -121,6 +121,7 @@ class Relation:
                 return
             try:
                 check_declaration(self, owner, name)
+                check_feeder_id(self, owner, name)
             except ConfigurationError:
                 if in_body:
                     _withdraw(owner)

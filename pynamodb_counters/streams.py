@@ -148,17 +148,20 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
     :param models: the counted child models whose expiries are counted (each has a relation declared
       ``expiries="stream"``); a polymorphic model's subclasses are found from the old image.
     :param table: the records' table, where they do not name it (``GetRecords`` records have no
-      ``eventSourceARN``); needed only when ``models`` are in several tables.
+      ``eventSourceARN``); needed only when ``models`` are in several tables (such records are refused without
+      it).
     :param retry: the retry policy of each transaction (else the first model's ``Meta.counter_retry``).
     :returns: :class:`ExpiryResult`, Lambda's partial batch response: on a failure, Lambda delivers again from the
       first record not applied; every record before it is applied whole, none after it at all.
-    :raises InvalidArgumentError: ``event`` is not a stream event, or ``models`` are not counted children whose
-      expiries are counted through the stream. Nothing was written.
+    :raises InvalidArgumentError: ``event`` is not a stream event, ``models`` are not counted children whose
+      expiries are counted through the stream, or records that name no table (``GetRecords``'s) are given
+      without ``table=`` for ``models`` in several tables. Nothing was written.
     :raises ConfigurationError: a deletion by TTL without its old image (the stream's view type is ``KEYS_ONLY`` or
       ``NEW_IMAGE``). Nothing was written.
     """
     records = _records(event)
     given = _models(models)
+    _check_named(records, given, table)
     expiries, skipped, stop = _classify(records, given, table)
     counted: List[str] = []
     changes: List[CounterChange] = []
@@ -240,6 +243,23 @@ def _records(event: Any) -> List[Mapping[str, Any]]:
                                    f"delivers it) or its records (as GetRecords returns them), not "
                                    f"{str(event)[:120]}. Nothing was written")
     return list(records)
+
+
+def _check_named(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], ...], table: Optional[str]
+                 ) -> None:
+    """Refuse records that name no table, for ``models`` in several tables, without ``table=``: no record could
+    be told to be of one model's table rather than another's, and each would be skipped.
+
+    :raises InvalidArgumentError: asking for ``table=``.
+    """
+    tables = sorted({model.Meta.table_name for model in models})
+    if table is not None or len(tables) < 2:
+        return
+    if any(":table/" not in str(record.get("eventSourceARN") or "") for record in records):
+        raise InvalidArgumentError(f"count_expiries(): the records name no table (no eventSourceARN, as GetRecords "
+                                   f"returns them), and the models are in {len(tables)} tables: {', '.join(tables)}\n"
+                                   f"Give the records' table with table=, such as table={tables[0]!r} for the "
+                                   f"records of {tables[0]}'s stream. Nothing was written.")
 
 
 def _models(models: Iterable[Type[Model]]) -> Tuple[Type[Model], ...]:

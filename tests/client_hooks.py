@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, List
 
+from pynamodb.signals import pre_dynamodb_send
+
 from pynamodb_counters._send import transact_client
+from tests.models import Like
 
 
 @contextlib.contextmanager
@@ -32,3 +35,22 @@ def hooked(event: str, handler: Any, *models: type) -> Iterator[None]:
     finally:
         for client in clients.values():
             client.meta.events.unregister(event, handler)
+
+
+@contextlib.contextmanager
+def unlike_before_the_first_query(pk: str) -> Iterator[List[str]]:
+    """A counted unlike of ``pk``'s first like, sent just before the next Query of the children (a PynamoDB
+    ``pre_dynamodb_send`` hook): the counter and the children both drop by one between the audit's read of the
+    parent and its count."""
+    done: List[str] = []
+
+    def unlike(sender: Any, operation_name: str, **_: Any) -> None:
+        if operation_name == "Query" and not done:
+            done.append(pk)
+            Like.get(pk, "LIKE#USER#0").delete()
+
+    pre_dynamodb_send.connect(unlike, weak=False)
+    try:
+        yield done
+    finally:
+        pre_dynamodb_send.disconnect(unlike)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Dict, List, Tuple
 
+from pynamodb_counters import skip_counting
 from tests.models import TABLE_MODELS, Bookmark, Like, Post, User, Video, View
 
 #: the post most tests like
@@ -94,3 +95,13 @@ def raw_update(table: str, key: Dict[str, Any], expression: str, values: Dict[st
     names = {"#a": expression.split()[1]}
     raw_client(None).update_item(TableName=table, Key=key, UpdateExpression=expression.replace(names["#a"], "#a"),
                                  ExpressionAttributeNames=names, ExpressionAttributeValues=values)
+
+
+def drifted_by_one(pk: str = POST) -> Key:
+    """A post with 2 counted likes and 1 written around the library: stored 2, children 3."""
+    key = post(pk)
+    for user in range(2):
+        like(user, pk).save()
+    with skip_counting():
+        like("around", pk).save()
+    return key

@@ -7,7 +7,7 @@ import re
 from typing import Any, Callable, Iterator, List
 
 import pytest
-from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, audit, counted_by, skip_counting
@@ -435,5 +435,140 @@ def test_a_prefix_on_a_child_model_without_a_range_key_is_refused_at_declaration
 
 def test_an_empty_prefix_is_refused_with_the_way_to_count_children_outside_a_prefix() -> None:
     account = bank("EmptyPrefix")
-    with pytest.raises(ConfigurationError, match=r"non-empty sort key prefix such as 'LIKE#', not ''.*children="):
+    with pytest.raises(ConfigurationError, match=r"(?s)non-empty sort key prefix such as 'LIKE#', not ''\n.*children="):
         counted_by(account.transfer_count, key=lambda n: n.pk, prefix="")
+
+
+# -- subclasses: every class that can be saved holds the rules, inherited relations included ---------------------
+def test_a_subclass_adding_a_ttl_attribute_to_a_counted_child_is_refused_naming_its_inherited_relation() -> None:
+    page = social("ExpiringNotes")
+
+    class Note(CounterMixin, Model):
+        class Meta:
+            table_name = "ExpiringNotes"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        liked = counted_by(page.like_tally, key=lambda n: (n.pk, "META"), prefix="NOTE#")
+
+    before = snapshot()
+    with refused(r"\ATempNote inherits Note.liked = counted_by\(\.\.\.\) without expiries=, and TempNote.expires "
+                 r"is a TTLAttribute\n.*Page.like_tally would stay high.*TTLAttribute on Note.*expiries='stream'"
+                 r".*expiries='ignored'"):
+        class TempNote(Note):
+            expires = TTLAttribute(null=True)
+            reacted = counted_by(page.reaction_count, key=lambda n: (n.pk, "META"),
+                                 expiries="ignored")  # passes its own rules, and is withdrawn with its class
+
+    assert feeders_of(page.like_tally) == (Note.liked,) and feeders_of(page.reaction_count) == ()
+    assert snapshot() == before  # a declaration does no I/O
+
+
+def test_a_ttl_subclass_of_a_child_whose_relation_is_assigned_after_its_body_is_refused_at_first_use() -> None:
+    Shelf = tree_model("ShelvesExpiring")
+    Shelf.create_table(billing_mode="PAY_PER_REQUEST")
+    Shelf(pk="root").save()
+
+    class Crate(Shelf):  # type: ignore[valid-type,misc]
+        expires = TTLAttribute(null=True)
+
+    Shelf.parent = counted_by(Shelf.shelves, key=lambda s: s.parent_id, when=lambda s: s.parent_id is not None)
+    before = raw_client(None).scan(TableName="ShelvesExpiring")["Items"]
+    with refused(r"\ACrate inherits Shelf.parent = counted_by\(\.\.\.\) without expiries=, and Crate.expires is a "
+                 r"TTLAttribute\n"):
+        Crate(pk="a", parent_id="root").save()
+    assert raw_client(None).scan(TableName="ShelvesExpiring")["Items"] == before
+    with refused("Crate inherits Shelf.parent"):  # refused at every use, and never counts
+        Shelf(pk="b", parent_id="root").save()
+    del Shelf.parent
+    assert raw_client(None).scan(TableName="ShelvesExpiring")["Items"] == before
+
+
+# -- the attribute names the library stores on items are its own ---------------------------------------------------
+LIBRARY_NAMES = ["_cwid", "_ceid", "_cseq", "_cfeed", "_cshard", "_cshards", "_cexpiry"]
+
+
+@pytest.mark.parametrize("name", LIBRARY_NAMES)
+def test_a_child_attribute_stored_under_a_name_the_library_stores_is_refused(name: str) -> None:
+    page = social(f"Reserved{name}")
+    before = snapshot()
+    with refused(rf"\ANote.origin is stored as '{name}', a name pynamodb-counters stores on items itself\n"
+                 r".*another attr_name"):
+        class Note(CounterMixin, Model):
+            class Meta:
+                table_name = f"Reserved{name}"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            sk = UnicodeAttribute(range_key=True)
+            origin = UnicodeAttribute(attr_name=name, null=True)
+            liked = counted_by(page.like_tally, key=lambda n: (n.pk, "META"), prefix="NOTE#")
+
+    assert feeders_of(page.like_tally) == ()  # its relation is withdrawn with its class
+    assert snapshot() == before
+
+
+def test_the_library_names_are_refused_on_parents_counters_python_names_and_subclasses() -> None:
+    before = snapshot()
+    with refused(r"\AShop.sequence is stored as '_cseq', a name pynamodb-counters stores on items itself\n"):
+        class Shop(CounterMixin, Model):
+            class Meta:
+                table_name = "ReservedShops"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            sales = CounterField()
+            sequence = NumberAttribute(attr_name="_cseq", null=True)
+
+    with refused(r"\AStall.sales is stored as '_cfeed'"):
+        class Stall(CounterMixin, Model):
+            class Meta:
+                table_name = "ReservedShops"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            sales = CounterField(attr_name="_cfeed")
+
+    with refused(r"\AKiosk._cwid is stored as '_cwid'"):
+        class Kiosk(CounterMixin, Model):
+            class Meta:
+                table_name = "ReservedShops"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            sales = CounterField()
+            _cwid = UnicodeAttribute(null=True)
+
+    class Store(CounterMixin, Model):
+        class Meta:
+            table_name = "ReservedShops"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sales = CounterField()
+
+    with refused(r"\AOutlet.branch is stored as '_cshards'"):
+        class Outlet(Store):
+            branch = NumberAttribute(attr_name="_cshards", null=True)
+
+    with refused(r"\APlainStore.note is stored as '_cexpiry'"):  # a model with the mixin that counts nothing yet
+        class PlainStore(CounterMixin, Model):
+            class Meta:
+                table_name = "ReservedShops"
+                region = REGION
+
+            pk = UnicodeAttribute(hash_key=True)
+            note = UnicodeAttribute(attr_name="_cexpiry", null=True)
+
+    class Cousin(CounterMixin, Model):  # names near the library's are the user's
+        class Meta:
+            table_name = "ReservedShops"
+            region = REGION
+
+        pk = UnicodeAttribute(hash_key=True)
+        sales = CounterField(attr_name="_csales")
+        seq = NumberAttribute(attr_name="cseq", null=True)
+
+    assert Cousin.sales.attr_name == "_csales" and Store.sales.attr_name == "sales"
+    assert snapshot() == before

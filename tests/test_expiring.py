@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Set
 import pytest
 from botocore.exceptions import ReadTimeoutError
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE
 from pynamodb.models import Model
 
 from pynamodb_counters import (
@@ -29,6 +30,7 @@ from pynamodb_counters import (
     write_units,
 )
 from pynamodb_counters._expiry_rules import MARKER, MARKER_LIFETIME
+from pynamodb_counters._spec import feeders_of
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, InvalidArgumentError
 from pynamodb_counters.signals import child_removed, duplicate_rejected
 from pynamodb_counters.streams import ExpiryResult, count_expiries, not_a_marker
@@ -113,6 +115,26 @@ def test_records_read_with_get_records_name_their_table_with_table() -> None:
     records = ttl_marked(read_stream("Teams"), expired)  # GetRecords: no eventSourceARN
     assert count_expiries(records, models=[Invite, Session], table="Teams").counted != ()
     assert counters()["invites"] == 0 and counters()["online"] == 1
+
+
+def test_get_records_records_of_models_in_several_tables_without_table_are_refused_before_anything_is_written(
+        ) -> None:
+    team()
+    invite("ann")
+    Session(session_id="s1", team=TEAM, expires=PAST).save()
+    expired = expired_invites("ann") | expire("TeamSessions", [{"session_id": {"S": "s1"}}])
+    invites = ttl_marked(read_stream("Teams"), expired)  # GetRecords: no eventSourceARN
+    sessions = ttl_marked(read_stream("TeamSessions"), expired)
+    before = stored("Teams"), stored("TeamSessions")
+    for records in (invites, sessions):
+        with pytest.raises(InvalidArgumentError, match=r"\Acount_expiries\(\): the records name no table.*"
+                                                       r"TeamSessions, Teams.*\n.*table="):
+            count_expiries(records, models=[Invite, Session])
+    assert (stored("Teams"), stored("TeamSessions")) == before  # no marker, no counter changed
+    assert counters()["invites"] == 1 and counters()["online"] == 1
+    assert len(count_expiries(invites, models=[Invite, Session], table="Teams").counted) == 1
+    assert len(count_expiries(sessions, models=[Invite, Session], table="TeamSessions").counted) == 1
+    assert counters()["invites"] == 0 and counters()["online"] == 0
 
 
 # -- crossings: what the child was changed into, and how it was written ----------------------------------------
@@ -508,9 +530,9 @@ def guest_model(*, ttl: bool = True, hash_key: type = UnicodeAttribute, **option
 @pytest.mark.parametrize("ttl, hash_key, options, message", [
     (True, UnicodeAttribute, {}, "DynamoDB deletes expired Guest items by itself.*expiries='stream'.*"
                                  "expiries='ignored'"),
-    (False, UnicodeAttribute, {"expiries": "stream"}, "Guest has none: leave expiries= out"),
+    (False, UnicodeAttribute, {"expiries": "stream"}, "Guest has no TTLAttribute.*leave expiries= out"),
     (True, UnicodeAttribute, {"expiries": "always"}, "not 'always'"),
-    (True, NumberAttribute, {"expiries": "stream"}, "its hash key must be a string"),
+    (True, NumberAttribute, {"expiries": "stream"}, "Guest's hash key to be a string attribute"),
 ])
 def test_a_declaration_whose_counters_would_drift_on_expiry_is_refused(ttl: bool, hash_key: type,
                                                                        options: Dict[str, Any], message: str) -> None:
@@ -524,3 +546,73 @@ def test_expiries_ignored_is_accepted_and_counts_nothing_off() -> None:
     with pytest.raises(InvalidArgumentError, match="expiries='stream'"):
         count_expiries({"Records": []}, models=[Guest])
 
+
+
+def lodge(table: str) -> Any:
+    """A parent model of its own, in ``table``, whose stream holds old images."""
+    meta = type("Meta", (), {"table_name": table, "region": "us-east-1",
+                             "stream_view_type": STREAM_NEW_AND_OLD_IMAGE})
+    return type("Lodge", (CounterMixin, Model), {"Meta": meta, "pk": UnicodeAttribute(hash_key=True),
+                                                 "sk": UnicodeAttribute(range_key=True), "guests": CounterField()})
+
+
+def test_a_subclass_that_expires_under_an_inherited_relation_is_refused_until_its_base_has_the_ttl() -> None:
+    Lodge = lodge("Lodges")  # noqa: N806 - a model class
+
+    class Guest(CounterMixin, Model):
+        class Meta:
+            table_name = "Lodges"
+            region = "us-east-1"
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        stay = counted_by(Lodge.guests, key=lambda guest: (guest.pk, "META"), prefix="GUEST#")
+
+    with refused(r"\ADayGuest inherits Guest.stay = counted_by\(\.\.\.\) without expiries=, and DayGuest.expires "
+                 r"is a TTLAttribute\n.*expired DayGuest items.*Lodge.guests would stay high.*"
+                 r"Declare the TTLAttribute on Guest"):
+        class DayGuest(Guest):
+            expires = TTLAttribute(null=True)
+
+    class Visitor(CounterMixin, Model):  # declared as the error says: the TTL on the base, with expiries=
+        class Meta:
+            table_name = "Lodges"
+            region = "us-east-1"
+            stream_view_type = STREAM_NEW_AND_OLD_IMAGE
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        expires = TTLAttribute(null=True)
+        stay = counted_by(Lodge.guests, key=lambda guest: (guest.pk, "META"), prefix="VISITOR#",
+                          expiries="stream")
+
+    class DayVisitor(Visitor):
+        day = UnicodeAttribute(default="2026-12-02")
+
+    Lodge.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Lodge(pk="L1", sk="META").save()
+    DayVisitor(pk="L1", sk="VISITOR#ann", expires=PAST).save()
+    assert Lodge.get("L1", "META", consistent_read=True).guests == 1
+    expired = expire("Lodges", [{"pk": {"S": "L1"}, "sk": {"S": "VISITOR#ann"}}])
+    assert len(count_expiries(event(expired, table="Lodges"), models=[DayVisitor]).counted) == 1
+    assert Lodge.get("L1", "META", consistent_read=True).guests == 0
+
+
+def test_a_child_attribute_stored_under_the_marker_name_is_refused_so_no_expiry_passes_for_a_marker() -> None:
+    Lodge = lodge("MarkedLodges")  # noqa: N806 - a model class
+    team()
+    before = stored("Teams")
+    with refused(rf"\AOdd.origin is stored as '{MARKER}', a name pynamodb-counters stores on items itself\n"
+                 r".*another attr_name"):
+        class Odd(CounterMixin, Model):
+            class Meta:
+                table_name = "MarkedLodges"
+                region = "us-east-1"
+
+            pk = UnicodeAttribute(hash_key=True)
+            sk = UnicodeAttribute(range_key=True)
+            origin = UnicodeAttribute(attr_name=MARKER, null=True)
+            expires = TTLAttribute(null=True)
+            stay = counted_by(Lodge.guests, key=lambda odd: (odd.pk, "META"), prefix="ODD#", expiries="stream")
+
+    assert feeders_of(Lodge.guests) == () and stored("Teams") == before

@@ -15,15 +15,18 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import pytest
 from pynamodb.expressions.condition import size
+from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_counters import AuditReport, ExportProgress, audit, repair, skip_counting
 from pynamodb_counters._export_conditions import matcher
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
 from pynamodb_counters.testing import export_table, write_export
+from tests.audit_models import Answer, Cart, Line, Question, create_tables
+from tests.client_hooks import unlike_before_the_first_query
 from tests.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
-from tests.factories import raw_client
+from tests.factories import drifted_by_one, raw_client
 from tests.models import Bookmark, Post, User
-from tests.test_exports import data_path, entries, set_entry, set_summary
+from tests.test_exports import data_path, entries, set_entry, set_summary, table_id
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -178,6 +181,46 @@ def test_a_parent_fed_by_a_relation_not_loaded_is_unverifiable_not_drift(tmp_pat
     assert not report.drifts and not report.candidates
 
 
+def test_a_candidate_is_never_dropped_as_exact_when_a_write_lands_between_its_read_and_its_count(
+        tmp_path: Path) -> None:
+    key = drifted_by_one()
+    export = export_table(Post, tmp_path)
+    with unlike_before_the_first_query(key[0]) as unliked:
+        report = audit(Post.like_tally, export=export)
+    assert unliked and [(d.key, d.stored, d.actual) for d in report.candidates] == [(key, 2, 3)]
+    assert [(d.key, d.stored, d.actual) for d in report.drifts] == [(key, 1, 2)]
+
+
+def test_a_child_whose_amount_was_stored_as_a_string_makes_only_its_parent_unverifiable(tmp_path: Path) -> None:
+    create_tables()
+    for pk in ("CART#a", "CART#b"):
+        Cart(pk=pk, sk="META").save()
+        Line(pk=pk, sk="LINE#1", units=2).save()
+    raw_client(None).put_item(TableName="Carts", Item={"pk": {"S": "CART#a"}, "sk": {"S": "LINE#2"},
+                                                       "units": {"S": "three"}})  # around the library
+    with skip_counting():
+        Line(pk="CART#b", sk="LINE#2", units=3).save()
+    report = audit(Cart.quantity, export=export_table(Cart, tmp_path), workers=1)
+    assert drifts(report) == {("CART#b", "META"): (2, 5)}
+    [refused] = report.unverifiable
+    assert refused.key == ("CART#a", "META") and "('CART#a', 'LINE#2')" in refused.reason
+
+
+def test_several_parents_of_one_partition_counted_under_a_prefix_are_unverifiable_not_drift(tmp_path: Path
+                                                                                            ) -> None:
+    create_tables()
+    for n in (1, 2):
+        Question(pk="FORUM#1", sk=f"QUESTION#{n}").save()
+        Answer(pk="FORUM#1", sk=f"ANSWER#{n}#a").save()
+    Question(pk="FORUM#2", sk="QUESTION#1").save()
+    with skip_counting():
+        Answer(pk="FORUM#2", sk="ANSWER#1#x").save()
+    report = audit(Question.answers, export=export_table(Question, tmp_path))
+    assert drifts(report) == {("FORUM#2", "QUESTION#1"): (0, 1)}
+    assert sorted(u.key for u in report.unverifiable) == [("FORUM#1", "QUESTION#1"), ("FORUM#1", "QUESTION#2")]
+    assert not repair(report.drifts).complete or Question.get("FORUM#1", "QUESTION#1").answers == 1
+
+
 def test_an_export_audit_bounded_by_key_prefix(tmp_path: Path) -> None:
     activity()
     plant()
@@ -283,6 +326,114 @@ def test_an_export_that_is_not_a_location(export: Any) -> None:
 def test_engine_and_spark_without_an_export() -> None:
     with pytest.raises(InvalidArgumentError, match="pass export= too"):
         audit(Forum.topic_count, engine="spark")
+    with pytest.raises(InvalidArgumentError, match="pass export= too"):
+        audit(Forum.topic_count, export_of_copy=True)
+
+
+# -- an export of another table of the same name: refused, unless audited as a copy on purpose ------------------
+@pytest.mark.parametrize("arn, differs", [
+    (FORUMS_ARN.replace("123456789012", "999999999999"), ["its account is 999999999999, the live table's "
+                                                          "123456789012"]),
+    (FORUMS_ARN.replace("us-east-1", "eu-west-1"), ["its region is eu-west-1, the live table's us-east-1"]),
+    ("arn:aws:dynamodb:eu-west-1:999999999999:table/Forums", ["its account is 999999999999, the live table's "
+                                                              "123456789012", "its region is eu-west-1"]),
+], ids=["account", "region", "both"])
+def test_an_export_of_the_same_named_table_of_another_account_or_region_is_refused_and_reports_nothing(
+        arn: str, differs: List[str], tmp_path: Path) -> None:
+    """The table of that name elsewhere (production's, while the live table is staging's) holds other parents: its
+    candidates say nothing of the live table's, and a drifted parent exact there would be missed."""
+    activity()
+    plant()
+    elsewhere = [item for item in _items("Forums") if _key(item) != ("FORUM#f1", "META")]  # f1 exact there
+    export = write_export(tmp_path, elsewhere + [{"pk": {"S": "FORUM#f1"}, "sk": {"S": "META"},
+                                                  "topic_count": {"N": "3"}}], table_arn=arn)
+    seen: List[ExportProgress] = []
+    with pytest.raises(ExportError, match=re.escape(export)) as error:
+        audit(Forum.topic_count, export=export, progress=seen.append)
+    message = str(error.value)
+    assert all(text in message for text in differs), message
+    assert arn in message and f"live table {FORUMS_ARN}" in message and "export_of_copy=True" in message
+    assert seen == []  # no file read, no candidate nominated or verified
+    assert drifts(audit(Forum.topic_count)) == {("FORUM#f1", "META"): (5, 3), ("FORUM#f2", "META"): (4, 5)}
+
+
+def test_an_export_of_an_earlier_table_of_the_same_name_is_refused_by_its_table_id(tmp_path: Path) -> None:
+    """A table deleted and created again under its name (or restored under it) has a new TableId: the earlier
+    one's export is not its. (moto gives no TableId: DescribeTable answers with one here, as AWS's does.)"""
+    activity()
+    plant()
+    with table_id(Forum, "earlier-4b1e"):
+        export = export_table(Forum, tmp_path)
+        assert drifts(audit(Forum.topic_count, export=export))  # the same table: audited
+    seen: List[ExportProgress] = []
+    with table_id(Forum, "now-9c2f"), pytest.raises(ExportError, match=re.escape(export)) as error:
+        audit(Forum.topic_count, export=export, progress=seen.append)
+    assert "its table id is earlier-4b1e, the live table's now-9c2f" in str(error.value) and seen == []
+    with table_id(Forum, "now-9c2f"):
+        assert drifts(audit(Forum.topic_count, export=export, export_of_copy=True)) == \
+            drifts(audit(Forum.topic_count))
+
+
+def test_an_export_of_a_copy_is_audited_on_purpose_with_export_of_copy(tmp_path: Path) -> None:
+    """A copy in another account and region (a restore, a staging copy) nominates candidates, and the live table
+    decides, as with any export."""
+    activity()
+    plant()
+    copy = write_export(tmp_path, _items("Forums"), table_arn="arn:aws:dynamodb:eu-west-1:999999999999:table/Forums",
+                        table_id="0a1b2c3d-copy")
+    repair(audit(Forum.topic_count, parents=[("FORUM#f1", "META")]).drifts)  # exact live, drifted in the copy
+    report = audit(Forum.topic_count, export=copy, export_of_copy=True)
+    assert drifts(report, "candidates") == {("FORUM#f1", "META"): (5, 3), ("FORUM#f2", "META"): (4, 5)}
+    assert drifts(report) == drifts(audit(Forum.topic_count)) == {("FORUM#f2", "META"): (4, 5)}
+
+
+def test_an_export_without_a_table_id_is_matched_to_the_live_table_by_its_arn_alone(tmp_path: Path) -> None:
+    """A hand-made export (``write_export`` without ``table_id``) carries no TableId: its ARN decides."""
+    activity()
+    plant()
+    export = write_export(tmp_path, _items("Forums"), table_arn=FORUMS_ARN)
+    assert drifts(audit(Forum.topic_count, export=export)) == drifts(audit(Forum.topic_count))
+
+
+def test_each_live_table_is_described_once_per_audit_whatever_the_number_of_files(tmp_path: Path) -> None:
+    """One DescribeTable a table (a control-plane call: no read units), however many files, processes and
+    candidates."""
+    activity()
+    plant()
+    taken = exports(tmp_path, files=4)
+    described: List[str] = []
+
+    def record(sender: Any, operation_name: str, table_name: str, **_: Any) -> None:
+        if operation_name == "DescribeTable":
+            described.append(table_name)
+
+    pre_dynamodb_send.connect(record)
+    try:
+        report = audit(Forum.member_count, export=[taken["Forums"], taken["Members"]], workers=2)
+    finally:
+        pre_dynamodb_send.disconnect(record)
+    assert sorted(described) == ["Forums", "Members"]
+    assert report.drifts and report.read_units == audit(Forum.member_count, parents=[("FORUM#f3", "META")]).read_units
+
+
+def test_the_spark_engine_refuses_an_export_of_another_account_before_it_starts(tmp_path: Path) -> None:
+    activity()
+    export = write_export(tmp_path, _items("Forums"), table_arn=FORUMS_ARN.replace("123456789012", "999999999999"))
+    with pytest.raises(ExportError, match="its account is 999999999999"):
+        audit(Forum.topic_count, export=export, engine="spark", spark=object())  # not a session: never reached
+
+
+def test_an_export_of_a_table_that_does_not_exist_live_is_refused(tmp_path: Path) -> None:
+    activity()
+    export = export_table(Forum, tmp_path)
+    Forum.delete_table()
+    try:
+        with pytest.raises(ExportError, match=r"the live table 'Forums' cannot be described .*DescribeTable") \
+                as error:
+            audit(Forum.topic_count, export=export)
+    finally:
+        Forum.create_table(billing_mode="PAY_PER_REQUEST", wait=True)  # for the backend to delete
+    assert export in str(error.value)
 
 
 def test_a_corrupt_data_file_reports_nothing(tmp_path: Path) -> None:
@@ -313,10 +464,17 @@ def _damage(export: Path, how: str) -> str:
     elif how == "item count":
         set_entry(export, 1, itemCount=entries(export)[1]["itemCount"] + 1)
         set_summary(export, itemCount=json.loads((export / "manifest-summary.json").read_text())["itemCount"] + 1)
+    elif how == "file listed twice":  # counts and MD5s add up: the file's children would be counted twice
+        listed = entries(export)
+        twice = listed + listed[1:2]
+        (export / "manifest-files.json").write_text("".join(json.dumps(entry) + "\n" for entry in twice))
+        set_summary(export, itemCount=sum(entry["itemCount"] for entry in twice))
+        return f"{listed[1]['dataFileS3Key']!r} is listed twice"
     return str(path)
 
 
-@pytest.mark.parametrize("how", ["ion", "incremental", "missing file", "checksum", "item count"])
+@pytest.mark.parametrize("how", ["ion", "incremental", "missing file", "checksum", "item count",
+                                 "file listed twice"])
 def test_an_export_not_as_aws_writes_it_fails_the_audit_and_reports_nothing(how: str, tmp_path: Path) -> None:
     activity()
     plant()

@@ -16,12 +16,26 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.models import Model
 
-from pynamodb_counters import Drift, audit, bulk_save, repair, set_counter, skip_counting
+from pynamodb_counters import (
+    CounterField,
+    CounterMixin,
+    Drift,
+    audit,
+    bulk_save,
+    counted_by,
+    repair,
+    set_counter,
+    skip_counting,
+)
+from pynamodb_counters._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
 from tests.app_package import forget_app, run, source, write_app
 from tests.factories import post, raw_client, raw_item, raw_update, snapshot, stored
 from tests.models import Bookmark, Like, Post, User, Video, View
+from tests.test_declarations import refused
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -250,15 +264,70 @@ def test_relations_of_one_counter_that_would_share_a_feeder_id_are_refused_and_f
             items.append(Item)
         return Box, items
 
-    box, _ = box_fed_by(None, None)
-    box.create_table(billing_mode="PAY_PER_REQUEST")
-    before = snapshot()
-    with pytest.raises(ConfigurationError, match=r"both feed .*Box.items.*feeder id 'relation=Item.box'.*feeder="):
-        audit(box.items, parents=["B1"])
-    assert snapshot() == before
+    with refused(r"app.module0.Item.box feed .*Box.items.* feeder id 'relation=Item.box'.*feeder="):
+        box_fed_by(None, None)  # refused when the second is declared
     box, (first, named) = box_fed_by(None, "boxed-items")
+    box.create_table(billing_mode="PAY_PER_REQUEST")
     assert (first.box.feed, named.box.feed) == ("items<relation=Item.box", "items<name=boxed-items")
     assert audit(box.items, parents=["B1"]).missing == (("B1",),)
+
+
+def box_model() -> Any:
+    class Crate(CounterMixin, Model):
+        class Meta:
+            table_name = "Crates"  # a table of its own
+            region = "us-east-1"
+        user_id = UnicodeAttribute(hash_key=True)
+        items = CounterField()
+
+    Crate.create_table(billing_mode="PAY_PER_REQUEST")
+    return Crate
+
+
+def test_two_classes_of_one_name_in_two_modules_feeding_one_counter_are_refused_when_declared() -> None:
+    box = box_model()
+
+    class Item(CounterMixin, Model):
+        __module__ = "app.likes"
+        class Meta:
+            table_name = "Crates"
+            region = "us-east-1"
+        user_id = UnicodeAttribute(hash_key=True)
+        crate_id = UnicodeAttribute()
+        crate = counted_by(box.items, key=lambda i: i.crate_id, children=lambda key: 0)
+
+    with refused(r"app.legacy.Item.crate and app.likes.Item.crate feed .* feeder id 'relation=Item.crate'.*feeder="):
+        class Item(CounterMixin, Model):  # type: ignore[no-redef]  # noqa: F811
+            __module__ = "app.legacy"
+            class Meta:
+                table_name = "Crates"
+                region = "us-east-1"
+            user_id = UnicodeAttribute(hash_key=True)
+            crate_id = UnicodeAttribute()
+            crate = counted_by(box.items, key=lambda i: i.crate_id, children=lambda key: 0)
+    assert [relation.child_model.__module__ for relation in feeders_of(box.items)] == ["app.likes"]
+
+
+def test_two_feeders_that_come_to_share_an_identity_are_refused_at_the_first_counted_write() -> None:
+    box = box_model()
+    made = []
+    for _ in range(2):  # a factory: one class defined twice, then each moved to a module of its own
+        class Item(CounterMixin, Model):
+            class Meta:
+                table_name = "Crates"
+                region = "us-east-1"
+            user_id = UnicodeAttribute(hash_key=True)
+            crate_id = UnicodeAttribute()
+            crate = counted_by(box.items, key=lambda i: i.crate_id, children=lambda key: 0)
+        made.append(Item)
+    for n, item in enumerate(made):
+        item.__module__ = f"app.module{n}"
+    box(user_id="C1").save()
+    before = snapshot()
+    for item in made:
+        with pytest.raises(ConfigurationError, match=r"feeder id 'relation=Item.crate'"):
+            item(user_id="U1", crate_id="C1").save()
+    assert snapshot() == before
 
 
 @pytest.mark.parametrize("feeder", ["", " padded", "x" * 101, 7])

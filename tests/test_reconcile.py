@@ -2,14 +2,23 @@
 from __future__ import annotations
 
 import random
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_counters import Drift, audit, repair, signals, skip_counting
+from pynamodb_counters import Drift, audit, repair, reshard, set_counter, signals, skip_counting
+from pynamodb_counters._expiry_rules import MARKER
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
-from tests.factories import post, raw_client, snapshot
+from pynamodb_counters.streams import count_expiries
+from pynamodb_counters.testing import export_table
+from tests.audit_models import Answer, Badge, Cart, Crew, Line, Question, create_tables
+from tests.client_hooks import unlike_before_the_first_query
+from tests.factories import drifted_by_one, like, likes, post, raw_client, snapshot, stored, tally
 from tests.models import Bookmark, Comment, Like, Post, User
+from tests.stream_records import expire, lambda_event, read_stream, ttl_marked
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -131,8 +140,6 @@ def test_a_drift_fixed_meanwhile_is_left_alone() -> None:
     with skip_counting():
         Like(pk="POST#a91f", sk="LIKE#USER#old", liked_at=1).save()
     [drift] = audit(Post.like_tally).drifts
-    from pynamodb_counters import set_counter
-
     set_counter(Post.like_tally, ("POST#a91f", "META"), 1)
     [result] = repair([drift]).repairs
     assert result.status == "exact" and Post.get("POST#a91f", "META").like_tally == 1
@@ -366,3 +373,105 @@ def test_a_parent_past_its_ttl_that_is_not_a_rollup_is_audited_and_repaired_like
         assert report.missing == () and report.parents_checked == 1
     assert [r.status for r in repair(audit(Session.events).drifts).repairs] == ["repaired"]
     assert Session.get("SESSION#1").events == 2
+
+
+# -- an exact answer needs the same proof as a drift: the parent seen unchanged around the count -----------------
+def test_an_audit_never_calls_a_parent_exact_when_a_write_lands_between_its_read_and_its_count() -> None:
+    key = drifted_by_one()
+    with unlike_before_the_first_query(key[0]) as unliked:
+        report = audit(Post.like_tally, parents=[key])
+    assert unliked  # the unlike landed: stored 1, children 2, and the count met the counter read before it (2)
+    assert [(d.key, d.stored, d.actual) for d in report.drifts] == [(key, 1, 2)]
+
+
+def test_a_repair_never_answers_exact_when_a_write_lands_between_its_read_and_its_count() -> None:
+    key = drifted_by_one()
+    [drift] = audit(Post.like_tally, parents=[key]).drifts
+    like("later", key[0]).save()  # the parent moves (stored 3, children 4): the repair recounts
+    like("later2", key[0]).save()
+    with unlike_before_the_first_query(key[0]) as unliked:
+        [result] = repair([drift]).repairs
+    assert unliked and result.status == "repaired"
+    assert tally() == likes() == 4
+
+
+def test_a_parent_that_changes_during_every_count_is_unverifiable_neither_exact_nor_drift() -> None:
+    key = drifted_by_one()
+    liked: List[int] = []
+
+    def like_before_every_query(sender: Any, operation_name: str, **_: Any) -> None:
+        if operation_name == "Query":
+            liked.append(1)
+            like(f"busy{len(liked)}", key[0]).save()
+
+    pre_dynamodb_send.connect(like_before_every_query, weak=False)
+    try:
+        report = audit(Post.like_tally, parents=[key])
+        [drift] = [Drift(Post, key, "like_tally", tally(), likes() + 1, None)]
+        [result] = repair([drift], max_attempts=2).repairs
+    finally:
+        pre_dynamodb_send.disconnect(like_before_every_query)
+    assert not report.drifts and [u.key for u in report.unverifiable] == [key] and len(liked) >= 3
+    assert "changed during every count" in report.unverifiable[0].reason
+    assert result.status == "failed" and "kept changing" in result.reason
+    assert tally() == likes() - 1  # nothing written: still one short
+
+
+# -- children an audit cannot count: the parent is unverifiable, the other parents audited ----------------------
+def test_a_child_whose_amount_was_stored_as_a_string_makes_its_parent_unverifiable_naming_it() -> None:
+    create_tables()
+    for pk in ("CART#a", "CART#b"):
+        Cart(pk=pk, sk="META").save()
+        Line(pk=pk, sk="LINE#1", units=2).save()
+    raw_client(None).put_item(TableName="Carts", Item={"pk": {"S": "CART#a"}, "sk": {"S": "LINE#2"},
+                                                       "units": {"S": "three"}})  # around the library
+    set_counter(Cart.quantity, ("CART#b", "META"), 5)  # drifted: 5, its line adds 2
+    before = snapshot()
+    report = audit(Cart.quantity)
+    assert [(d.key, d.stored, d.actual) for d in report.drifts] == [(("CART#b", "META"), 5, 2)]
+    [refused] = report.unverifiable
+    assert refused.key == ("CART#a", "META") and "LINE#2" in refused.reason and "Line" in refused.reason
+    [result] = repair([Drift(Cart, ("CART#a", "META"), "quantity", 2, 5, None)]).repairs
+    assert result.status == "refused" and "LINE#2" in result.reason
+    assert snapshot() == before  # nothing written
+
+
+def test_a_prefix_relation_sending_one_partitions_children_to_several_parents_is_unverifiable() -> None:
+    create_tables()
+    for n in (1, 2):
+        Question(pk="FORUM#1", sk=f"QUESTION#{n}").save()
+    Answer(pk="FORUM#1", sk="ANSWER#1#a").save()
+    Answer(pk="FORUM#1", sk="ANSWER#2#b").save()
+    Question(pk="FORUM#2", sk="QUESTION#1").save()
+    with skip_counting():
+        Answer(pk="FORUM#2", sk="ANSWER#1#x").save()  # one partition, one parent: audited as usual
+    before = snapshot()
+    report = audit(Question.answers)
+    assert [(d.key, d.stored, d.actual) for d in report.drifts] == [(("FORUM#2", "QUESTION#1"), 0, 1)]
+    assert sorted(u.key for u in report.unverifiable) == [("FORUM#1", "QUESTION#1"), ("FORUM#1", "QUESTION#2")]
+    assert all("children=" in u.reason for u in report.unverifiable)
+    [result] = repair([Drift(Question, ("FORUM#1", "QUESTION#1"), "answers", 1, 2, None)]).repairs
+    assert result.status == "refused" and Question.get("FORUM#1", "QUESTION#1").answers == 1
+    assert snapshot() == before
+
+
+# -- expiry markers are the library's own items: never parents ---------------------------------------------------
+def test_audits_repairs_and_reshard_leave_expiry_markers_out(tmp_path: Path) -> None:
+    create_tables()
+    Crew(pk="CREW#1", sk="META").save()
+    for name in ("ann", "bob", "cy"):
+        Badge(pk="CREW#1", sk=f"BADGE#{name}", expires=datetime(2026, 1, 1, tzinfo=timezone.utc)).save()
+    expired = expire("Crews", [{"pk": {"S": "CREW#1"}, "sk": {"S": f"BADGE#{name}"}} for name in ("ann", "bob")])
+    assert count_expiries(lambda_event(ttl_marked(read_stream("Crews"), expired), "Crews"), models=[Badge]).counted
+    markers = [item for item in stored("Crews") if MARKER in item]
+    assert len(markers) == 2 and Crew.get("CREW#1", "META").badges == 1
+    live = audit(Crew.badges)
+    exported = audit(Crew.badges, export=export_table(Crew, tmp_path))
+    assert live.parents_checked == exported.parents_checked == 1
+    assert not live.drifts and not exported.candidates and not exported.drifts
+    assert reshard(Crew.badges, 2) == 1 and Crew.badges.total(Crew.get("CREW#1", "META")) == 1
+    marker = tuple(markers[0][name]["S"] for name in ("pk", "sk"))
+    assert audit(Crew.badges, parents=[marker]).missing == (marker,)  # named by hand: not a parent either
+    [result] = repair([Drift(Crew, marker, "badges", None, 0, None)]).repairs
+    assert result.status == "failed"
+    assert [item for item in stored("Crews") if MARKER in item] == markers  # never written onto
