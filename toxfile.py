@@ -1,11 +1,14 @@
-"""tox's in-tree plugin: finds the interpreters pyenv keeps off PATH, and names the envs a run had to skip.
+"""tox's in-tree plugin: finds the interpreters pyenv keeps off PATH or a venv hides, and names the envs a run skipped.
 
 tox (with tox-uv: uv) looks for ``python3.9`` ... ``python3.13`` on PATH. pyenv installs them under
 ``$(pyenv root)/versions`` and exposes only the selected ones (its shims of the others fail, and uv stops at the
-first one it finds), so this links the newest patch release of each minor version missing from PATH into
-``.tox/interpreters`` and puts that folder at the front of PATH, ahead of the shims. uv only ever uses the
-interpreters found so: it never downloads one (``UV_PYTHON_DOWNLOADS=never``, besides ``uv_python_preference``
-in tox.ini).
+first one it finds), and a virtual environment's ``python3.X`` (tox run from a venv, its ``bin`` first on PATH) is
+one uv refuses: ``uv_python_preference = only-system`` takes no venv's interpreter. So for each minor version
+whose first ``python3.X`` on PATH is missing, a shim or a venv's, this links a base interpreter into
+``.tox/interpreters`` and puts that folder at the front of PATH: the newest pyenv patch release, else the first
+base one along PATH, a venv's replaced by the interpreter it was made from (``home`` in its ``pyvenv.cfg``). uv
+only ever uses the interpreters found so: it never downloads one (``UV_PYTHON_DOWNLOADS=never``, besides
+``uv_python_preference`` in tox.ini).
 An interpreter still missing makes tox skip its envs (``skip_missing_interpreters``, for laptops; CI refuses to
 skip); the run then ends with a line that names them and says how to get the interpreter.
 """
@@ -18,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from tox.plugin import impl
 from tox.tox_env.api import ToxEnv
@@ -27,11 +30,47 @@ MINORS = ("3.9", "3.10", "3.11", "3.12", "3.13")
 _wanted: List[str] = []  # the interpreter each env of this run needs
 
 
-def _found(minor: str) -> Optional[str]:
-    """``python3.X`` on PATH, pyenv's shims left out: a shim exists for every installed version but runs only the
-    selected ones."""
-    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if Path(d).name != "shims")
-    return shutil.which(f"python{minor}", path=path)
+def _venv_config(executable: Path) -> Optional[Dict[str, str]]:
+    """The settings of the virtual environment ``executable`` belongs to, or ``None`` if it is no venv's: Python
+    takes an interpreter for a venv's when a ``pyvenv.cfg`` is beside it or in the folder above (PEP 405), the
+    path as found, symlinks not followed (a venv's ``python3.X`` is a symlink to its base)."""
+    for folder in (executable.parent, executable.parent.parent):
+        config = folder / "pyvenv.cfg"
+        if config.is_file():
+            settings: Dict[str, str] = {}
+            for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
+                key, equals, value = line.partition("=")
+                if equals:
+                    settings[key.strip().lower()] = value.strip()
+            return settings
+    return None
+
+
+def _base_interpreter(executable: Path) -> Optional[Path]:
+    """``executable`` if it is a base interpreter (uv's "system" one); for a venv's, the ``python3.X`` in the
+    ``home`` its ``pyvenv.cfg`` names (followed again for a venv made from a venv's interpreter); ``None`` for a
+    pyenv shim, or a venv whose base is gone."""
+    for _ in range(8):  # venvs of venvs, each a step; a pyvenv.cfg naming its own folder ends here too
+        if executable.parent.name == "shims":
+            return None
+        settings = _venv_config(executable)
+        if settings is None:
+            return executable if os.access(executable, os.X_OK) else None
+        if not settings.get("home"):
+            return None
+        executable = Path(settings["home"]) / executable.name
+    return None
+
+
+def _found(minor: str) -> Optional[Path]:
+    """The first base ``python3.X`` along PATH: pyenv's shims left out (a shim exists for every installed version
+    but runs only the selected ones), a venv's replaced by its base interpreter."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = shutil.which(f"python{minor}", path=folder) if folder else None
+        base = _base_interpreter(Path(candidate)) if candidate is not None else None
+        if base is not None:
+            return base
+    return None
 
 
 def _pyenv_root() -> Optional[Path]:
@@ -44,10 +83,11 @@ def _pyenv_root() -> Optional[Path]:
 
 
 def _first_is_usable(minor: str) -> bool:
-    """Whether the first ``python3.X`` on PATH is a real interpreter: not missing, and not a pyenv shim (which runs
-    only the selected versions; uv stops at the first ``python3.X`` it finds)."""
+    """Whether the first ``python3.X`` on PATH is a base interpreter: not missing, not a pyenv shim (which runs
+    only the selected versions; uv stops at the first ``python3.X`` it finds), and not a venv's (which uv refuses
+    to make a venv from)."""
     first = shutil.which(f"python{minor}")
-    return first is not None and Path(first).parent.name != "shims"
+    return first is not None and _base_interpreter(Path(first)) == Path(first)
 
 
 def _newest_pyenv_patch(root: Optional[Path], minor: str) -> Optional[Path]:
@@ -60,9 +100,9 @@ def _newest_pyenv_patch(root: Optional[Path], minor: str) -> Optional[Path]:
 
 
 def _add_pyenv_interpreters() -> None:
-    """Put a real ``python3.X`` at the front of PATH for each minor whose first one there is missing or a shim: the
-    newest pyenv patch release, else the interpreter found further along PATH; each a symlink in a folder of its
-    own (pyenv's ``bin`` folders would bring their ``python`` and ``pip`` too)."""
+    """Put a base ``python3.X`` at the front of PATH for each minor whose first one there is missing, a shim or a
+    venv's: the newest pyenv patch release, else the first base one along PATH (a venv's base in its place);
+    each a symlink in a folder of its own (pyenv's ``bin`` folders would bring their ``python`` and ``pip`` too)."""
     root = _pyenv_root()
     links = Path(__file__).resolve().parent / ".tox" / "interpreters"
     for minor in MINORS:
