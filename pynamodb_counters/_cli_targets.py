@@ -9,6 +9,8 @@ import base64
 import binascii
 import importlib
 import json
+import os
+import sys
 from typing import Any, List, Optional, Union
 
 from pynamodb.constants import BINARY, NUMBER
@@ -28,12 +30,32 @@ Target = Union[CounterField, Relation]
 def load_module(module_name: str) -> Any:
     """The module ``module_name``, imported.
 
-    :raises ConfigurationError: if it fails to import, for whatever reason.
+    :raises ConfigurationError: if it fails to import, for whatever reason, its message's first line saying why.
+        When the module itself is not found (or a package holding it), further lines say where it was looked for
+        and what to do.
     """
     try:
         return importlib.import_module(module_name)
     except Exception as error:  # a module failing to import, for whatever reason, is a usage error
-        raise ConfigurationError(f"cannot import {module_name!r}: {type(error).__name__}: {error}") from error
+        first, *advice = str(error).split("\n")  # a declaration error's advice follows its first line
+        message = f"cannot import {module_name!r}: {type(error).__name__}: {first}"
+        raise ConfigurationError("\n".join([message, *advice, *_not_found_advice(module_name, error)])) from error
+
+
+def _not_found_advice(module_name: str, error: BaseException) -> List[str]:
+    """Lines of advice for ``error`` importing ``module_name``: where modules are looked for and how to point
+    there, when ``module_name`` itself, or a package holding it, was not found; none when the module was found and
+    failed (a module it imports missing, say)."""
+    missing = error.name if isinstance(error, ModuleNotFoundError) else None
+    if not missing or not (module_name == missing or module_name.startswith(f"{missing}.")):
+        return []
+    package = missing.rpartition(".")[0]
+    found = getattr(sys.modules.get(package), "__path__", None) if package else None
+    where = f" ({package!r} found in {', '.join(found)})" if found else ""
+    return [f"Modules are imported from the current directory ({os.getcwd()}), then from sys.path{where}.",
+            f"Run the command from your project's directory (the one holding {module_name.partition('.')[0]!r}), or "
+            f"put that directory on PYTHONPATH:",
+            "PYTHONPATH=/path/to/project pynamodb-counters ...  (--import MODULE is looked for the same way)"]
 
 
 def resolve(spec: str) -> Target:

@@ -3,7 +3,9 @@ The ``pynamodb-counters`` command: ``demo``, ``audit``, ``repair``, ``feeders`` 
 
 Exit codes: ``0`` success (no drift; every drift repaired), ``1`` drift found or not all repaired, ``2`` anything
 else: a usage or configuration error, parents that cannot be verified (fed by relations whose modules were not
-loaded: ``--import``), or any error at all, with a one-line message on stderr (the traceback with ``--debug``).
+loaded: ``--import``), or any error at all, with a one-line message on stderr (the traceback with ``--debug``); a
+configuration error's advice (for a module not found: where it was looked for) follows it on further lines, except
+with ``--json``.
 """
 from __future__ import annotations
 
@@ -104,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--workers", type=_at_least_one,
                              help="with --export and the local engine: processes reading its files (default: one "
                                   "per core)")
+        command.add_argument("--export-of-copy", action="store_true",
+                             help="with --export: the export is of a copy of the live table (another account, "
+                                  "region or TableId), audited on purpose; otherwise such an export is refused")
         output = command.add_mutually_exclusive_group()
         output.add_argument("--json", action="store_true", help="print one JSON object")
         output.add_argument("--csv", action="store_true", help="print CSV rows")
@@ -165,13 +170,27 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "feeders":
             return _feeders(args)
         return _reconcile(args)
-    except Exception as error:  # every failure is exit 2 and one line; the traceback on request
+    except Exception as error:  # every failure is exit 2 and one line (any advice after it); the traceback on request
         if args.debug:
             raise
-        if getattr(args, "json", False) and not getattr(args, "reported", False):
+        json_output = getattr(args, "json", False)
+        if json_output and not getattr(args, "reported", False):
             json_error(describe(error, hint=False), type(error).__name__)
-        print(f"{PROG}: {describe(error)}", file=sys.stderr)
+        message, advice = _message(error)
+        print(f"{PROG}: {message}", file=sys.stderr)
+        for line in [] if json_output else advice:  # with --json, for programs: the one line
+            print(f"  {line}", file=sys.stderr)
         return 2
+
+
+def _message(error: Exception) -> Tuple[str, List[str]]:
+    """An error's message in one line, as :func:`describe` gives it, and the lines of advice after it: a
+    ``ConfigurationError`` says what is wrong on its first line and what to do on the lines after (a module not
+    found: where it was looked for; a declaration: how to declare it)."""
+    first, _, advice = str(error).partition("\n")
+    if not advice or not isinstance(error, ConfigurationError):
+        return describe(error), []
+    return " ".join(first.split()), [line.strip() for line in advice.split("\n") if line.strip()]
 
 
 def _import_from_here() -> None:
@@ -233,8 +252,9 @@ def _reconcile(args: argparse.Namespace) -> int:
     if args.exports:
         report = _audit_export(target, args)
     else:
-        if args.engine != "local" or args.workers is not None:
-            raise InvalidArgumentError("--engine and --workers choose how an export is read: pass --export too")
+        if args.engine != "local" or args.workers is not None or args.export_of_copy:
+            raise InvalidArgumentError("--engine, --workers and --export-of-copy say how an export is read: pass "
+                                       "--export too")
         progress = AuditProgress(sys.stderr) if sys.stderr.isatty() else None
         report = audit(target, parents=parents, key_prefix=args.key_prefix, limit=args.limit,
                        segments=args.segments, workers=args.segments, progress=progress)
@@ -273,7 +293,7 @@ def _audit_export(target: Target, args: argparse.Namespace) -> AuditReport:
     progress = _ExportProgress(sys.stderr)
     try:
         return audit(target, export=args.exports, engine=args.engine, spark=spark, workers=args.workers,
-                     key_prefix=args.key_prefix, progress=progress)
+                     key_prefix=args.key_prefix, progress=progress, export_of_copy=args.export_of_copy)
     finally:
         progress.close()
 
@@ -290,13 +310,17 @@ def _spark_session() -> Any:
 
 
 def _unverified(report: AuditReport) -> int:
-    """Exit 2 with one line on stderr when parents could not be verified; ``0`` when all could."""
+    """Exit 2 with a line on stderr for each reason parents could not be verified; ``0`` when all could."""
     if not report.unverifiable:
         return 0
     unloaded = sorted({name for u in report.unverifiable for name in u.unloaded})
-    print(f"{PROG}: {count(len(report.unverifiable), 'parent')} unverifiable: fed by {', '.join(unloaded)}, "
-          f"not loaded; load the modules declaring them with --import MODULE (entries of relations removed from "
-          f"the code: pynamodb-counters feeders --forget)", file=sys.stderr)
+    if unloaded:
+        print(f"{PROG}: {count(sum(bool(u.unloaded) for u in report.unverifiable), 'parent')} unverifiable: fed "
+              f"by {', '.join(unloaded)}, not loaded; load the modules declaring them with --import MODULE "
+              f"(entries of relations removed from the code: pynamodb-counters feeders --forget)", file=sys.stderr)
+    for cause in sorted({u.cause for u in report.unverifiable if u.cause}):
+        print(f"{PROG}: {count(sum(u.cause == cause for u in report.unverifiable), 'parent')} unverifiable: "
+              f"{cause}", file=sys.stderr)
     return 2
 
 

@@ -1,11 +1,12 @@
 """The command line: audit and repair, exit codes (0 clean, 1 drift, 2 anything else), JSON and CSV for keys of
-every type, and clear errors in one line."""
+every type, and clear errors in one line (for a module not found, where it was looked for after it)."""
 from __future__ import annotations
 
 import base64
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -233,6 +234,71 @@ def test_a_module_that_fails_to_import_exits_2(app: Path, capsys: pytest.Capture
         assert "cannot import 'app." in err
     code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--import", "app.broken")
     assert code == 2 and "no settings configured" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.usefixtures("dynamodb")
+@pytest.mark.parametrize("argv, module, missing", [
+    (["repair", "nowhere_app.models:Post.like_tally"], "nowhere_app.models", "nowhere_app"),
+    (["repair", "tests.models:Post.like_tally", "--import", "nowhere_app"], "nowhere_app", "nowhere_app"),
+    (["repair", "tests.nowhere:Post.like_tally"], "tests.nowhere", "tests.nowhere"),
+])
+def test_a_module_not_found_is_one_line_then_where_it_was_looked_for_and_what_to_do(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: List[str],
+        module: str, missing: str) -> None:
+    drifted_posts()
+    before = snapshot()
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv, "--apply")
+    assert code == 2 and out == "" and snapshot() == before  # nothing repaired
+    first, *advice = err.strip().splitlines()
+    assert first == f"pynamodb-counters: cannot import {module!r}: ModuleNotFoundError: No module named {missing!r}"
+    text = " ".join(" ".join(advice).split())
+    assert f"current directory ({tmp_path})" in text and "sys.path" in text
+    assert f"the one holding {module.partition('.')[0]!r}" in text and "PYTHONPATH=" in text
+    assert "--import" in text
+    if "." in missing:  # the package was found: where, in case it is another than the one meant
+        assert f"{missing.rpartition('.')[0]!r} found in {Path(__file__).parent}" in text
+    code, out, err = run(capsys, *argv, "--apply", "--json")  # for programs: one line on stderr, all in the JSON
+    assert code == 2 and err.strip().splitlines() == [first] and snapshot() == before
+    error = json.loads(out)
+    assert error["type"] == "ConfigurationError" and error["error"] == f"{first.partition(': ')[2]} {text}"
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_module_found_that_fails_gets_no_advice_on_where_to_run(
+        app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_app(app, needs="import no_such_dependency_of_the_app\n")
+    code, out, err = run(capsys, "audit", "app.needs:Post.like_tally")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["pynamodb-counters: cannot import 'app.needs': ModuleNotFoundError: No module "
+                                        "named 'no_such_dependency_of_the_app'"]
+    write_app(app, declares="from pynamodb_counters.exceptions import ConfigurationError\n"
+                            "raise ConfigurationError('what is wrong\\nhow to declare it right')\n")
+    code, out, err = run(capsys, "audit", "app.declares:Post.like_tally")  # a declaration error keeps its advice
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["pynamodb-counters: cannot import 'app.declares': ConfigurationError: what is "
+                                        "wrong", "  how to declare it right"]
+
+
+def test_the_advice_for_a_module_not_found_works(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write_package(project, "myapp", models=source("unfed_counter_models"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = Path(sys.executable).parent / "pynamodb-counters"
+    command = [str(script), "audit", "myapp.models:Post.like_tally"]
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    finished = subprocess.run(command, cwd=elsewhere, env=environment, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2 and finished.stdout == ""
+    assert finished.stderr.splitlines()[0] == ("pynamodb-counters: cannot import 'myapp.models': "
+                                               "ModuleNotFoundError: No module named 'myapp'")
+    assert "PYTHONPATH" in finished.stderr and str(elsewhere) in finished.stderr
+    for cwd, path in ((project, None), (elsewhere, str(project))):  # from the project's directory; PYTHONPATH
+        run_env = environment if path is None else {**environment, "PYTHONPATH": path}
+        finished = subprocess.run(command, cwd=cwd, env=run_env, capture_output=True, text=True, timeout=60)
+        assert finished.returncode == 2 and "No module named" not in finished.stderr
+        assert "no counted_by() relation feeds" in finished.stderr  # imported: its counter is known
 
 
 @pytest.mark.usefixtures("dynamodb")
