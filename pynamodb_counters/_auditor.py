@@ -11,8 +11,8 @@ keys, a parallel Scan, a list of drifts) and what they report are :mod:`pynamodb
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Iterator, Optional, Union
+from dataclasses import dataclass, replace
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
@@ -49,13 +49,16 @@ MOVING = "it changed during every count (live writes): audit it again"
 
 @dataclass(frozen=True)
 class Observation:
-    """One parent as read: whether it exists, its counter (summed over its shards), its counted-write sequence."""
+    """One parent as read: whether it exists, its counter (summed over its shards), its counted-write sequence, the
+    relations recorded as feeding it, and whether a Scan saw it alone in its partition (then its children under a
+    ``prefix=`` are its own, and are counted without being read)."""
 
     key: ParentKey
     exists: bool
     stored: Optional[Stored]
     sequence: Optional[int]
-    fed_by: FrozenSet[str] = frozenset()  # the relations recorded as feeding this counter
+    fed_by: FrozenSet[str] = frozenset()
+    alone: bool = False
 
 
 class Budget:
@@ -111,6 +114,15 @@ class Auditor:
         BatchGetItem of its shard items, whose counters and sequences are summed."""
         return self._from_items(key, self.read(key))
 
+    def observe_all(self, keys: Sequence[ParentKey]) -> Dict[ParentKey, Observation]:
+        """Each parent's counter and sequence, strongly consistent: BatchGetItems of their items (and shard items),
+        100 keys a request."""
+        def charge(page: Dict[str, Any]) -> None:
+            self._charge(page, self.item_bytes * sum(map(len, page.get("Responses", {}).values())))
+
+        found = read_shards(self.model, list(keys), self.counter.shards, consistent_read=True, charge=charge)
+        return {key: self._from_items(key, items) for key, items in found.items()}
+
     def _from_items(self, key: ParentKey, items: ShardItems) -> Observation:
         if not items[0] or MARKER in items[0] or (self.rollup and expired(self.model, items[0])):
             return Observation(key, False, None, None)  # no parent: an expiry marker, a rollup past its TTL
@@ -156,13 +168,28 @@ class Auditor:
         def charge(page: Dict[str, Any], scanned: int) -> None:
             self._charge(page, self.item_bytes * scanned)
 
+        partition: List[Observation] = []  # a Scan returns each partition's items together
         for key, item in scan_parents(self.model, self.feeders, key_prefix, segment, segments, charge):
+            if partition and partition[0].key[0] != key[0]:
+                yield from self._seen(partition)
+                partition = []
             if not budget.take():
+                yield from partition  # cut short by the limit: its other parents were not seen
                 return
-            yield self._from_items(key, self.read(key, item, known=True))
+            partition.append(self._from_items(key, self.read(key, item, known=True)))
+        yield from self._seen(partition)
 
-    def count(self, key: ParentKey) -> int:
-        """The children of one parent, across every relation feeding the counter."""
+    @staticmethod
+    def _seen(partition: List[Observation]) -> List[Observation]:
+        """The parents of one partition, each marked alone when it is the only one."""
+        return [replace(partition[0], alone=True)] if len(partition) == 1 else partition
+
+    def count(self, key: ParentKey, alone: bool = False) -> int:
+        """The children of one parent, across every relation feeding the counter; with ``alone``, the parent is
+        known to be the only one of its partition.
+
+        :raises Uncountable: a child cannot be loaded or counted, or names another parent of the partition.
+        """
         total = 0
         for relation in self.feeders:
             if relation.children is not None:
@@ -170,13 +197,14 @@ class Auditor:
                 self._charge({}, self.item_bytes * counted)  # the caller's reads: the cost model's guess
                 total += counted
                 continue
-            total += self._count_prefix(relation, key)
+            total += self._count_prefix(relation, key, alone)
         return total
 
-    def _count_prefix(self, relation: Relation, key: ParentKey) -> int:
+    def _count_prefix(self, relation: Relation, key: ParentKey, alone: bool) -> int:
         """The children of one parent under ``relation``'s prefix: a strongly consistent Query of its partition,
         which counts them (``Select=COUNT``), or reads them where each child must be loaded (``when=``,
-        ``amount=``) or shown to name this parent (parents that may share a partition).
+        ``amount=``) or shown to name this parent: where parents may share a partition (their model has a range
+        key) and the parent is not known to be ``alone`` in its own.
 
         :raises Uncountable: a child cannot be loaded or counted, or names another parent of the partition.
         """
@@ -186,7 +214,7 @@ class Auditor:
         hash_value = child_hash.serialize(key[0])
         connection = child._get_connection()
         counted = counted_classes(child)
-        named = key if shares_partitions(relation) else None
+        named = key if shares_partitions(relation) and not alone else None
         read = relation.conditional or named is not None
         count, start = 0, None
         while True:  # the same read capacity either way: a Query is billed for the items it reads
@@ -203,9 +231,31 @@ class Auditor:
             if not start:
                 return count
 
+    def check_all(self, observations: Sequence[Observation], rounds: int = 3
+                  ) -> List[Union[Drift, Unverifiable, None]]:
+        """:meth:`check` for several parents, their second reads in one BatchGetItem (per 100): each parent's
+        children are counted, then every parent counted is observed again at once, and each that held still
+        around its count is judged. One that moved is checked again alone, with one round fewer."""
+        findings: Dict[ParentKey, Union[Drift, Unverifiable, None]] = {}
+        counted: Dict[ParentKey, Tuple[Observation, int]] = {}
+        for before in observations:
+            refused = self.unverifiable(before)
+            if refused is None:
+                try:
+                    counted[before.key] = (before, self.count(before.key, before.alone))
+                    continue
+                except Uncountable as error:
+                    refused = Unverifiable(self.model, before.key, self.attribute, before.stored, cause=str(error))
+            findings[before.key] = refused
+        after = self.observe_all(list(counted)) if counted else {}
+        for key, (before, actual) in counted.items():
+            findings[key] = self._judge(before, actual, after[key], rounds)
+        return [findings[observation.key] for observation in observations]
+
     def check(self, observation: Observation, rounds: int = 3) -> Union[Drift, Unverifiable, None]:
         """The drift of one observed parent, ``None`` when it is exact, or :class:`Unverifiable` when its children
-        cannot all be counted (a feeder that is not loaded) or it never held still.
+        cannot all be counted (a feeder that is not loaded, a child that cannot be counted) or it never held
+        still.
 
         "Exact" needs the same proof as a drift: the children are counted between two observations of the parent,
         and only a count the parent held still around (its counter and counted-write sequence the same before
@@ -213,23 +263,28 @@ class Auditor:
         times; a parent that moved during every count is :class:`Unverifiable` (``cause`` says so), never
         exact and never drift.
         """
-        for _ in range(rounds):
-            before = observation
-            refused = self.unverifiable(before)
-            if refused is not None:
-                return refused
-            try:
-                actual = self.count(before.key)
-            except Uncountable as error:
-                return Unverifiable(self.model, before.key, self.attribute, before.stored, cause=str(error))
-            observation = self.observe(before.key)
-            if not observation.exists:
-                return None  # deleted meanwhile: nothing to repair
-            if (observation.sequence, observation.stored) == (before.sequence, before.stored):
-                if before.stored == actual:
-                    return None
-                return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)
-        return Unverifiable(self.model, observation.key, self.attribute, observation.stored, cause=MOVING)
+        refused = self.unverifiable(observation)
+        if refused is not None:
+            return refused
+        try:
+            actual = self.count(observation.key)
+        except Uncountable as error:
+            return Unverifiable(self.model, observation.key, self.attribute, observation.stored, cause=str(error))
+        return self._judge(observation, actual, self.observe(observation.key), rounds)
+
+    def _judge(self, before: Observation, actual: int, after: Observation, rounds: int
+               ) -> Union[Drift, Unverifiable, None]:
+        """The finding of a count made between the observations ``before`` and ``after``: drift or exact when the
+        parent held still around it, else counted again from ``after`` (``rounds`` counts in all)."""
+        if not after.exists:
+            return None  # deleted meanwhile: nothing to repair
+        if (after.sequence, after.stored) == (before.sequence, before.stored):
+            if before.stored == actual:
+                return None
+            return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)
+        if rounds <= 1:
+            return Unverifiable(self.model, after.key, self.attribute, after.stored, cause=MOVING)
+        return self.check(after, rounds - 1)
 
     # -- writing ---------------------------------------------------------------------------------------------
     def repair(self, drift: Drift, max_attempts: int) -> Repair:

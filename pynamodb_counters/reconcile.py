@@ -43,6 +43,9 @@ __all__ = ["AuditReport", "Drift", "ExportProgress", "Repair", "RepairReport", "
 Progress = Callable[[int, Optional[int]], None]
 DEFAULT_ITEM_BYTES = 200
 """The item size the cost model assumes where the server reports no consumed capacity."""
+CHUNK = 100
+"""How many parents an audit counts before it reads them all again, in one BatchGetItem, to prove each held still
+around its count."""
 
 
 def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[Any]] = None,
@@ -116,16 +119,17 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     checked = [0]
     total = None if parents is not None else limit
 
-    def check(observation: Observation) -> None:
-        finding = auditor.check(observation)
+    def check(observations: List[Observation]) -> None:
+        findings = auditor.check_all(observations)
         with lock:
-            checked[0] += 1
-            if isinstance(finding, Drift):
-                drifts.append(finding)
-            elif finding is not None:
-                unverifiable.append(finding)
-            if progress is not None:
-                progress(checked[0], total)
+            for finding in findings:
+                checked[0] += 1
+                if isinstance(finding, Drift):
+                    drifts.append(finding)
+                elif finding is not None:
+                    unverifiable.append(finding)
+                if progress is not None:
+                    progress(checked[0], total)
 
     if parents is None:
         check_scannable(auditor.model)
@@ -133,25 +137,32 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
         keys = [normalize_key(auditor.model, key, "audit(parents=...)") for key in parents]
         total = len(keys)
 
-        def check_key(key: ParentKey) -> None:
-            observation = auditor.observe(key)
-            if observation.exists:
-                check(observation)
-                return
-            with lock:  # a key that names no parent (a typo, a deleted parent): reported, not counted
-                missing.append(key)
-                if progress is not None:
-                    progress(checked[0] + len(missing), total)
+        def check_keys(chunk: List[ParentKey]) -> None:
+            observed = auditor.observe_all(chunk)
+            gone = [key for key in chunk if not observed[key].exists]
+            if gone:
+                with lock:  # a key that names no parent (a typo, a deleted parent): reported, not counted
+                    missing.extend(gone)
+                    if progress is not None:
+                        progress(checked[0] + len(missing), total)
+            check([observed[key] for key in chunk if observed[key].exists])
 
+        size = max(1, min(CHUNK, -(-len(keys) // workers)))  # every worker busy, 100 keys a BatchGetItem at most
         with ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(check_key, keys):
+            for _ in pool.map(check_keys, [keys[n:n + size] for n in range(0, len(keys), size)]):
                 pass  # iterating re-raises a worker's error here
     else:
         budget = Budget(limit)
 
         def run_segment(segment: int) -> None:
+            chunk: List[Observation] = []
             for observation in auditor.scan(segment, segments, key_prefix, budget):
-                check(observation)
+                chunk.append(observation)
+                if len(chunk) == CHUNK:
+                    check(chunk)
+                    chunk = []
+            if chunk:
+                check(chunk)
 
         with ThreadPoolExecutor(segments) as pool:
             for _ in pool.map(run_segment, range(segments)):

@@ -450,6 +450,8 @@ def test_a_prefix_relation_sending_one_partitions_children_to_several_parents_is
     assert [(d.key, d.stored, d.actual) for d in report.drifts] == [(("FORUM#2", "QUESTION#1"), 0, 1)]
     assert sorted(u.key for u in report.unverifiable) == [("FORUM#1", "QUESTION#1"), ("FORUM#1", "QUESTION#2")]
     assert all("children=" in u.reason for u in report.unverifiable)
+    [alone] = audit(Question.answers, parents=[("FORUM#1", "QUESTION#2")]).unverifiable  # its sibling unseen
+    assert "ANSWER#1#a" in alone.reason and "children=" in alone.reason
     [result] = repair([Drift(Question, ("FORUM#1", "QUESTION#1"), "answers", 1, 2, None)]).repairs
     assert result.status == "refused" and Question.get("FORUM#1", "QUESTION#1").answers == 1
     assert snapshot() == before
