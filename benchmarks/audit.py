@@ -230,15 +230,16 @@ def model_read_units(sizes: Sizes, seeded: Seeded, *, segments: int = 1, by_keys
                      rereads: bool = True) -> float:
     """What the cost model bills for one audit (or plain recount) of these items.
 
-    Per parent, one consistent ``Select=COUNT`` Query of its likes; with ``rereads``, per drifted parent, one
-    more GetItem (the audit observes a mismatching parent again before reporting it; the plain recount does not).
+    Per parent, one consistent ``Select=COUNT`` Query of its likes; with ``rereads``, one more consistent read of
+    every parent (the audit reads the parents it counted again, to prove each held still around its count; the
+    plain recount does not).
     A Scan adds the Scan pages: every item of the table is read, posts and likes alike, split evenly over the
     segments (page boundaries move the figure by at most one unit per page). An audit of explicit keys adds one
-    GetItem per parent instead.
+    read per parent instead.
     """
     units = sum(paged_read_units(sizes.children_bytes.get(key, 0)) for key in seeded.children)
     if rereads:
-        units += sum(read_units(sizes.post_bytes[key]) for key in seeded.planted)
+        units += sum(read_units(size) for size in sizes.post_bytes.values())
     if by_keys:
         units += sum(read_units(size) for size in sizes.post_bytes.values())
     else:
@@ -403,7 +404,7 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7, help="random seed of the data")
     parser.add_argument("--keys", action="store_true",
                         help="also time audits of explicit parents= keys, sequential and with --workers threads "
-                        "(nearly doubles the run: one GetItem per parent)")
+                        "(nearly doubles the run: each parent's children are read)")
     parser.add_argument("--stock-moto", action="store_true",
                         help="keep moto's own Query, which sorts the whole table on every call (O(table) engine "
                         "CPU per parent: over an hour at the default size; use --parents 200 --max-children 5)")
