@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Type
 
-from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
+from pynamodb.constants import BINARY, KEYS, RESPONSES, UNPROCESSED_KEYS
 from pynamodb.expressions.operand import Path
 
 from ._base import MARKER, SHARD_COUNT
@@ -113,18 +113,19 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
     attributes = key_attributes(model)
     # one item may be wanted twice: a parent whose own key is another parent's shard key (never a shard of it)
     by_key: Dict[Tuple[Any, ...], List[Tuple[ParentKey, int]]] = {}
-    requests: List[Dict[str, Any]] = []
+    requested: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
     for key, shard in wanted:
         serialized = serialize_key(model, shard_key(key, shard))
-        if serialized not in by_key:
-            requests.append({attribute.attr_name: value for attribute, value in zip(attributes, serialized)})
-        by_key.setdefault(serialized, []).append((key, shard))
+        found_as = _padded(tuple(_as_returned(a.attr_type, value) for a, value in zip(attributes, serialized)))
+        if found_as not in requested:
+            requested[found_as] = {attribute.attr_name: value for attribute, value in zip(attributes, serialized)}
+        by_key.setdefault(found_as, []).append((key, shard))
+    requests = list(requested.values())
     connection = model._get_connection()
     table = model.Meta.table_name
 
     def serialized_key(item: Dict[str, Any]) -> Tuple[Any, ...]:
-        values = tuple(item[a.attr_name][a.attr_type] for a in attributes)
-        return values if len(values) == 2 else values + (None,)
+        return _padded(tuple(_as_returned(a.attr_type, item[a.attr_name][a.attr_type]) for a in attributes))
 
     for start in range(0, len(requests), BATCH_KEYS):
         pending = requests[start:start + BATCH_KEYS]
@@ -139,14 +140,24 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
                     if shard == 0 or is_shard_item(item):  # another item at a shard key is not one: never counted
                         found[key][shard] = item
             unprocessed = response.get(UNPROCESSED_KEYS, {}).get(table, {}).get(KEYS, [])
-            pending = [{a.attr_name: value for a, value in zip(attributes, serialized_key(raw))}
-                       for raw in unprocessed]
+            pending = [requested[serialized_key(raw)] for raw in unprocessed]
             if not pending:
                 break
             DEFAULT_RETRY_POLICY.sleep(DEFAULT_RETRY_POLICY.delay(attempt))
         if pending:
             raise TransactionError(f"BatchGetItem left {len(pending)} keys of {table} unprocessed through "
                                    f"{DEFAULT_RETRY_POLICY.max_attempts} attempts (throttled)")
+
+
+def _padded(values: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """A key's values as ``(hash, range)``, the range ``None`` for a model without one."""
+    return values if len(values) == 2 else values + (None,)
+
+
+def _as_returned(attr_type: str, value: Any) -> Any:
+    """A key value, serialized for a request or returned by one, in one form: PynamoDB 5 serializes a binary value
+    as its base64 text and returns it as that text in bytes (PynamoDB 6: the bytes themselves, both ways)."""
+    return value.encode("ascii") if attr_type == BINARY and isinstance(value, str) else value
 
 
 def stored_child(model: Type[Model], instance: Model) -> Stored:

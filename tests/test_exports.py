@@ -56,16 +56,19 @@ ITEMS = [{"pk": {"S": f"POST#{number % 3}"}, "sk": {"S": f"LIKE#USER#{number}"},
 @contextlib.contextmanager
 def table_id(model: Any, value: str) -> Iterator[None]:
     """DescribeTable answers for ``model``'s table with ``TableId`` ``value``, as AWS's does (moto 5.2.5 gives
-    none): through the model's own client."""
-    def answer(parsed: Dict[str, Any], **_: Any) -> None:
-        parsed["Table"]["TableId"] = value
+    none): PynamoDB's own ``describe_table`` of the model's connection (PynamoDB 5 parses its responses itself,
+    past botocore's events)."""
+    connection = model._get_connection().connection
+    described = connection.describe_table
 
-    events = model._get_connection().connection.client.meta.events
-    events.register("after-call.dynamodb.DescribeTable", answer)
+    def answer(table_name: str) -> Dict[str, Any]:
+        return dict(described(table_name), TableId=value)
+
+    connection.describe_table = answer
     try:
         yield
     finally:
-        events.unregister("after-call.dynamodb.DescribeTable", answer)
+        del connection.describe_table  # PynamoDB's own method again
 
 
 def social() -> None:
