@@ -12,14 +12,14 @@ from pynamodb.attributes import TTLAttribute
 from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.expressions.condition import Condition
 
-from ._base import feeder_id, legacy_feeder_id
 from ._compat import ParentKey, as_returned, discriminator_of, key_attributes
 from ._conditions import discriminator_condition
 from ._items import Stored, count_of
-from ._spec import check_feeder_ids, feeders_of
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._base import feeder_id, legacy_feeder_id
+from .declare._relations import Relation
+from .declare._spec import check_feeder_ids, feeders_of
 from .exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
-from .relations import Relation
 
 __all__ = ["Uncountable", "audited", "counted_classes", "counted_child", "expired", "loaded_feeders",
            "shares_partitions", "sum_stored"]
@@ -61,8 +61,8 @@ def audited(target: Any) -> Tuple[CounterField, Tuple[Relation, ...]]:
 
 def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
     """The feeder ids an audit of ``counter`` recognises, each with the loaded relation it names: every loaded
-    relation's :func:`~pynamodb_counters._base.feeder_id`, and its legacy ``module:Class.relation`` id (recorded by
-    earlier releases).
+    relation's :func:`~pynamodb_counters.declare._base.feeder_id`, and its legacy ``module:Class.relation`` id
+    (recorded by earlier releases).
 
     :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id
       (an audit could not tell their parents apart): one of them needs ``feeder=``.

@@ -27,7 +27,6 @@ from ._audit_rules import (
     shares_partitions,
     sum_stored,
 )
-from ._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
 from ._compat import ParentKey, key_attributes, serialize_key
 from ._conditions import parent_condition, sequence_is
 from ._costs import read_units
@@ -35,10 +34,11 @@ from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
 from ._reads import read_shards, scan_parents
 from ._reports import Drift, Repair, Unverifiable
 from ._set_counter import write_total
-from ._spec import shard_count
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
+from .declare._relations import Relation
+from .declare._spec import shard_count
 from .exceptions import TransactionError
-from .relations import Relation
 from .signals import counter_repaired, send_safely
 
 __all__ = ["MOVING", "Auditor", "Budget", "Observation"]

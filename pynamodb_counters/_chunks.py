@@ -11,9 +11,9 @@ from pynamodb.models import Model
 
 from ._compat import ItemId, item_id, key_of
 from ._deltas import counting_of, decide
-from ._shards import shard_key
-from ._spec import counters_of, relations_of, shard_count
 from ._writes import Write, WriteKind, delete_write, save_write
+from .declare._shards import shard_key
+from .declare._spec import counters_of, relations_of, shard_count
 from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 
 __all__ = ["Entry", "plan_chunks"]

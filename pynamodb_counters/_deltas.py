@@ -19,17 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple, Type
 
-from ._expiry_rules import STREAM
 from ._results import CounterChange
-from ._spec import relations_of
 from ._stored import Stored, as_loaded, deciding, stored_of
 from ._writes import Write, WriteKind, bypass_of
+from .declare._expiry_rules import STREAM
+from .declare._spec import relations_of
 from .exceptions import ChildValueError, ParentKeyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from .relations import Relation
+    from .declare._relations import Relation
 
 __all__ = ["NONE", "Counting", "Deltas", "counting_of", "decide", "deltas", "names_parents"]
 

@@ -32,7 +32,7 @@ from ._engines import ENGINES, Task, run_by_key
 from ._export_counts import ExportCounting, Findings, Partition, Tally, merge_partitions
 from ._exports import Export, open_export, table_place
 from ._reports import AuditReport, Drift
-from .attributes import CounterField
+from .declare._attributes import CounterField
 from .exceptions import ExportError, InvalidArgumentError
 
 __all__ = ["ExportProgress", "audit_export", "exports_of"]

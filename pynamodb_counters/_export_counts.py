@@ -22,13 +22,13 @@ from ._audit_rules import (
     shares_partitions,
     sum_stored,
 )
-from ._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
 from ._compat import ParentKey, as_returned, key_attributes
 from ._export_conditions import Item, matcher
 from ._items import Stored, stored_of
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
+from .declare._relations import Relation
 from .exceptions import ExportError
-from .relations import Relation
 
 __all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "merge_partitions"]
 

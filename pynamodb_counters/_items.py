@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._compat import ParentKey
-from .attributes import CounterField
+from .declare._attributes import CounterField
 from .exceptions import CorruptCounterError
 
 __all__ = ["ShardItems", "Stored", "count_of", "counter_shards", "stored_of", "whole_count"]

@@ -11,13 +11,20 @@ from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
 from ._actions import Action, Cancellation, pending_fold_refusal, pynamodb_view
-from ._base import SHARD, SHARD_COUNT
 from ._compat import ItemId, item_id, key_request, serialized_key_request
 from ._conditions import pending_fold
 from ._context import counting_skipped
-from ._shards import foreign_shard_message, is_shard_item, not_a_shard, shard_item_message, shard_key, shard_or_absent
-from ._spec import spec_of
 from ._writes import Write, WriteKind
+from .declare._base import SHARD, SHARD_COUNT
+from .declare._shards import (
+    foreign_shard_message,
+    is_shard_item,
+    not_a_shard,
+    shard_item_message,
+    shard_key,
+    shard_or_absent,
+)
+from .declare._spec import spec_of
 from .exceptions import ConditionFailedError, CounterError, MissingChildError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,7 +56,7 @@ class ShardItem(Action):
 
 def shard_items(model: Type[Model], key: Tuple[Any, ...], create: bool, shards: int) -> List[ShardItem]:
     """A sharded parent's shard items ``1`` and up to ``shards`` (its model's
-    :attr:`~pynamodb_counters._spec.ModelSpec.shards`), created or deleted with it."""
+    :attr:`~pynamodb_counters.declare._spec.ModelSpec.shards`), created or deleted with it."""
     return [ShardItem(model, key, shard, create) for shard in range(1, shards)]
 
 

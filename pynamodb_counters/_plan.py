@@ -28,16 +28,16 @@ from ._deltas import Counting
 from ._expiries import ExpiryMarker
 from ._other_actions import Passthrough, RollupCheck, shard_items
 from ._parent_update import ParentUpdate
-from ._shards import shard_key
-from ._spec import spec_of
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
+from .declare._shards import shard_key
+from .declare._spec import spec_of
 from .exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from .relations import Relation
+    from .declare._relations import Relation
 
 __all__ = ["MAX_ACTIONS", "Plan", "plan"]
 

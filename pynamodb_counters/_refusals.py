@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._actions import CHECK_FAILED, Action, Cancellation, ChildAction, ChildDelete
-from ._base import EDIT_ID, SHARD_COUNT, WRITE_ID
 from ._costs import ITEM_LIMIT_BYTES, item_bytes
 from ._other_actions import RollupCheck
 from ._parent_update import ParentUpdate
 from ._plan import Plan
 from ._send import RETRYABLE_REASONS, Sent
+from .declare._base import EDIT_ID, SHARD_COUNT, WRITE_ID
 from .exceptions import (
     ConditionFailedError,
     CounterError,

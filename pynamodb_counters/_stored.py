@@ -18,8 +18,8 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
 from ._compat import key_of
-from ._recorder import read_by
-from ._spec import ModelSpec, spec_of
+from .declare._recorder import read_by
+from .declare._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action

@@ -21,9 +21,9 @@ from pynamodb.expressions.operand import Path
 
 from ._compat import key_of
 from ._context import SKIPPING, counting_skipped
-from ._recorder import read_by
-from ._spec import ModelSpec, spec_of
 from ._stored import known_values, remembered
+from .declare._recorder import read_by
+from .declare._spec import ModelSpec, spec_of
 from .exceptions import CountingBypassError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -257,7 +257,7 @@ def check_token(token: Optional[str]) -> str:
 def check_counters_unchanged(instance: Any, counters: Optional[Dict[str, Any]] = None) -> None:
     """Refuse to save an instance whose counters were set by hand.
 
-    :param counters: its model's counters (:attr:`ModelSpec.counters <pynamodb_counters._spec.ModelSpec>`), when
+    :param counters: its model's counters (:attr:`ModelSpec.counters <pynamodb_counters.declare._spec.ModelSpec>`), when
       already looked up.
     :raises CountingBypassError: a counter differs from the value the instance was loaded with (or last written
       with), or from ``0`` on a new instance.

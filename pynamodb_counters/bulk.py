@@ -45,9 +45,9 @@ from ._reads import stored_child
 from ._refusals import most_fundamental
 from ._results import WriteResult
 from ._send import DEFAULT_RETRY_POLICY, RetryPolicy
-from ._spec import relations_of
 from ._stored import remember
 from ._writes import Write, delete_write, save_write
+from .declare._spec import relations_of
 from .exceptions import (
     BulkWriteError,
     CountedWriteError,

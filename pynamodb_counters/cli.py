@@ -21,11 +21,11 @@ from ._cli_output import AuditProgress, count, describe, json_error, key_text, p
 from ._cli_output import ExportAuditProgress as _ExportProgress
 from ._cli_targets import Target, load_module, parse_key, point, resolve
 from ._reports import AuditReport, RepairReport
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._relations import Relation
 from .exceptions import ConfigurationError, InvalidArgumentError
 from .feeders import migrate_feeders
 from .reconcile import audit, repair
-from .relations import Relation
 from .resharding import reshard
 
 __all__ = ["main"]

@@ -17,11 +17,11 @@ from pynamodb.models import Model
 
 from . import signals
 from ._costs import read_units
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._relations import counted_by
 from .exceptions import ConfigurationError, DuplicateChildError, LimitExceededError
 from .models import CounterMixin
 from .reconcile import audit, repair
-from .relations import counted_by
 from .transactions import CountedTransaction
 
 __all__ = ["run"]

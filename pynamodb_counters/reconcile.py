@@ -28,15 +28,15 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 from ._audit_rules import audited
 from ._auditor import Auditor, Budget, Observation
-from ._base import same_class
 from ._compat import ParentKey
 from ._export_audit import ExportProgress, Location, audit_export, exports_of
 from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
-from ._spec import all_relations
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._base import same_class
+from .declare._relations import Relation, normalize_key
+from .declare._spec import all_relations
 from .exceptions import ConfigurationError, InvalidArgumentError
 from .models import CounterMixin
-from .relations import Relation, normalize_key
 
 __all__ = ["AuditReport", "Drift", "ExportProgress", "Repair", "RepairReport", "Unverifiable", "audit", "repair"]
 

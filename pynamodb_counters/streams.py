@@ -32,19 +32,19 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from ._base import WRITE_ID
 from ._commit import Done, commit, policy_for
 from ._compat import ItemId, as_returned, discriminator_of, item_id
 from ._deltas import deltas
 from ._expiries import ExpiryMarker, expiry_write
-from ._expiry_rules import MARKER, STREAM, ttl_attribute
 from ._plan import MAX_ACTIONS
 from ._refusals import next_token
 from ._results import CounterChange
 from ._send import RetryPolicy
-from ._shards import shard_key
-from ._spec import relations_of
 from ._writes import Write
+from .declare._base import WRITE_ID
+from .declare._expiry_rules import MARKER, STREAM, ttl_attribute
+from .declare._shards import shard_key
+from .declare._spec import relations_of
 from .exceptions import (
     ChildValueError,
     ConfigurationError,

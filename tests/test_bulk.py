@@ -19,9 +19,9 @@ from pynamodb_counters import (
     signals,
     skip_counting,
 )
-from pynamodb_counters._base import SHARD
 from pynamodb_counters._chunks import plan_chunks
-from pynamodb_counters._shards import choose_shard
+from pynamodb_counters.declare._base import SHARD
+from pynamodb_counters.declare._shards import choose_shard
 from pynamodb_counters.exceptions import (
     BulkWriteError,
     CountingBypassError,

@@ -11,8 +11,8 @@ from pynamodb.models import Model
 from pynamodb_counters import _parent_update
 from pynamodb_counters._commit import Work
 from pynamodb_counters._plan import Plan
-from pynamodb_counters._spec import spec_of
 from pynamodb_counters._writes import Write, delete_write, save_write
+from pynamodb_counters.declare._spec import spec_of
 from tests.models import (
     Board,
     Bookmark,

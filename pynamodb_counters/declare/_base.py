@@ -13,8 +13,8 @@ from typing import Any, Iterator, List, Optional, Type
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
 
-from ._compat import discriminator_of
-from .exceptions import ConfigurationError
+from .._compat import discriminator_of
+from ..exceptions import ConfigurationError
 
 __all__ = ["DECLARED", "EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MARKER", "MAX_SHARDS", "SEQUENCE",
            "SHARD", "SHARD_COUNT", "SPEC_HELD", "STORED_NAMES", "WRITE_ID", "CountedBase", "check_feeder_id",

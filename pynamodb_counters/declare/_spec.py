@@ -19,6 +19,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from pynamodb.attributes import Attribute
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
+from .._compat import discriminator_of, key_attributes
+from ..exceptions import ConfigurationError
+from ._attributes import CounterField
 from ._base import (
     FEED_SEPARATOR,
     SPEC_HELD,
@@ -30,11 +33,8 @@ from ._base import (
     legacy_feeder_id,
     same_class,
 )
-from ._compat import discriminator_of, key_attributes
 from ._relation_rules import made
-from .attributes import CounterField
-from .exceptions import ConfigurationError
-from .relations import REGISTERING, UNREGISTERED, Relation
+from ._relations import REGISTERING, UNREGISTERED, Relation
 
 __all__ = ["ModelSpec", "all_relations", "check_feeder_ids", "counters_of", "feeders_of", "foreign_feeds",
            "relations_of", "shard_count", "spec_of"]

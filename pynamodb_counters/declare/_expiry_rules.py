@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Type
 from pynamodb.attributes import Attribute, TTLAttribute
 from pynamodb.constants import NUMBER, STRING
 
+from ..exceptions import ConfigurationError
 from ._base import MARKER
-from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

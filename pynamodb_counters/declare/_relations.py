@@ -20,14 +20,14 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, overload
 
+from .._compat import ParentKey
+from .._results import CounterChange
+from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
+from ._attributes import CounterField
 from ._base import check_feeder_id, feed_entry, forget_specs, note_declared
-from ._compat import ParentKey
 from ._recorder import read_by
 from ._relation_rules import check_declaration, check_options, check_parent_defaults
-from ._results import CounterChange
 from ._shards import choose_shard
-from .attributes import CounterField
-from .exceptions import ChildValueError, ConfigurationError, ParentKeyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

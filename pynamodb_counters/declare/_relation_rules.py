@@ -8,7 +8,8 @@ under an overlapping prefix. And what every counted class must hold when it is m
 attribute stored under a name the library stores itself, and the relations it inherits holding for it (a
 ``TTLAttribute`` a subclass adds). Declarations only, no I/O.
 
-A relation is passed in, never imported: the rules sit below :mod:`pynamodb_counters.relations`, which calls them.
+A relation is passed in, never imported: the rules sit below :mod:`pynamodb_counters.declare._relations`, which
+calls them.
 """
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
+from .._compat import holds
+from ..exceptions import ChildValueError, ConfigurationError
+from ._attributes import CounterField
 from ._base import STORED_NAMES, counted_classes, require_mixin, same_class
-from ._compat import holds
 from ._expiry_rules import check_expiries, check_inherited_expiries
 from ._shards import check_shardable
-from .attributes import CounterField
-from .exceptions import ChildValueError, ConfigurationError
 
 __all__ = ["MAX_FEEDER", "check_declaration", "check_model", "check_options", "check_parent_defaults", "made"]
 

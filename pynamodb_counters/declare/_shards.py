@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import STRING
 
+from .._compat import key_attributes, key_of, serialize_key
+from ..exceptions import ConfigurationError
 from ._base import SHARD
-from ._compat import key_attributes, key_of, serialize_key
-from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.attributes import Attribute
