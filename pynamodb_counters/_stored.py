@@ -18,7 +18,7 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
 from ._compat import key_of
-from .declare._recorder import read_by
+from .declare._relations import read_by
 from .declare._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,7 +22,7 @@ from pynamodb.expressions.operand import Path
 from ._compat import key_of
 from ._context import SKIPPING, counting_skipped
 from ._stored import known_values, remembered
-from .declare._recorder import read_by
+from .declare._relations import read_by
 from .declare._spec import ModelSpec, spec_of
 from .exceptions import CountingBypassError, InvalidArgumentError
 

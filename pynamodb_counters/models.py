@@ -36,8 +36,7 @@ from ._writes import (
     value,
 )
 from .declare._base import SHARD_COUNT, CountedBase
-from .declare._relation_rules import check_model
-from .declare._relations import Relation
+from .declare._relations import Relation, check_model
 from .declare._shards import is_shard_item, not_a_shard, shard_item_message
 from .declare._spec import spec_of
 from .exceptions import (

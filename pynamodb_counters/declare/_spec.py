@@ -33,8 +33,7 @@ from ._base import (
     legacy_feeder_id,
     same_class,
 )
-from ._relation_rules import made
-from ._relations import REGISTERING, UNREGISTERED, Relation
+from ._relations import REGISTERING, UNREGISTERED, Relation, made
 
 __all__ = ["ModelSpec", "all_relations", "check_feeder_ids", "counters_of", "feeders_of", "foreign_feeds",
            "relations_of", "shard_count", "spec_of"]
