@@ -9,12 +9,9 @@ signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_
 """
 
 from . import exceptions, signals
-from ._context import skip_counting
 from ._costs import item_bytes, read_units, write_units
 from ._reports import AuditReport, Drift, FeederChange, FeederEntry, FeederReport, Repair, RepairReport, Unverifiable
 from ._results import CounterChange, WriteResult
-from ._send import DEFAULT_RETRY_POLICY, RetryPolicy
-from ._set_counter import set_counter
 from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
 from .declare._attributes import CounterField
 from .declare._base import MAX_SHARDS
@@ -25,6 +22,9 @@ from .models import CounterMixin
 from .reconcile import ExportProgress, audit, repair
 from .resharding import reshard
 from .transactions import MAX_ACTIONS, CountedTransaction
+from .write._context import skip_counting
+from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
+from .write._set_counter import set_counter
 
 __version__ = "0.1.0"
 

@@ -28,18 +28,18 @@ from ._audit_rules import (
     sum_stored,
 )
 from ._compat import ParentKey, key_attributes, serialize_key
-from ._conditions import parent_condition, sequence_is
 from ._costs import read_units
-from ._items import ShardItems, Stored, count_of, counter_shards, stored_of
-from ._reads import read_shards, scan_parents
 from ._reports import Drift, Repair, Unverifiable
-from ._set_counter import write_total
 from .declare._attributes import CounterField
 from .declare._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
 from .declare._relations import Relation
 from .declare._spec import shard_count
 from .exceptions import TransactionError
 from .signals import counter_repaired, send_safely
+from .write._conditions import parent_condition, sequence_is
+from .write._items import ShardItems, Stored, count_of, counter_shards, stored_of
+from .write._reads import read_shards, scan_parents
+from .write._set_counter import write_total
 
 __all__ = ["MOVING", "Auditor", "Budget", "Observation"]
 

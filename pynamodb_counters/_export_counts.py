@@ -24,11 +24,11 @@ from ._audit_rules import (
 )
 from ._compat import ParentKey, as_returned, key_attributes
 from ._export_conditions import Item, matcher
-from ._items import Stored, stored_of
 from .declare._attributes import CounterField
 from .declare._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
 from .declare._relations import Relation
 from .exceptions import ExportError
+from .write._items import Stored, stored_of
 
 __all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "merge_partitions"]
 

@@ -12,7 +12,7 @@ from pynamodb.constants import BINARY, NUMBER
 from pynamodb.models import Model
 
 from ._compat import ParentKey, key_attributes
-from ._items import Stored
+from .write._items import Stored
 
 __all__ = ["AuditReport", "Drift", "FeederChange", "FeederEntry", "FeederReport", "Repair", "RepairReport",
            "Unverifiable", "json_key", "json_stored"]

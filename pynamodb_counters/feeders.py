@@ -25,8 +25,6 @@ from pynamodb.exceptions import UpdateError
 
 from ._audit_rules import loaded_feeders
 from ._compat import ParentKey, key_attributes, serialize_key
-from ._items import ShardItems, count_of
-from ._reads import parent_keys, read_shards, scan_parents
 from ._reports import FeederChange, FeederEntry, FeederReport
 from .declare._attributes import CounterField
 from .declare._base import FED_BY, FEED_SEPARATOR, SHARD_COUNT, feeder_id
@@ -35,6 +33,8 @@ from .declare._shards import shard_key
 from .declare._spec import feeders_of, shard_count
 from .exceptions import InvalidArgumentError, TransactionError
 from .reconcile import check_scannable
+from .write._items import ShardItems, count_of
+from .write._reads import parent_keys, read_shards, scan_parents
 
 __all__ = ["migrate_feeders"]
 

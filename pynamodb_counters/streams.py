@@ -32,15 +32,8 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from ._commit import Done, commit, policy_for
 from ._compat import ItemId, as_returned, discriminator_of, item_id
-from ._deltas import deltas
-from ._expiries import ExpiryMarker, expiry_write
-from ._plan import MAX_ACTIONS
-from ._refusals import next_token
 from ._results import CounterChange
-from ._send import RetryPolicy
-from ._writes import Write
 from .declare._base import WRITE_ID
 from .declare._expiry_rules import MARKER, STREAM, ttl_attribute
 from .declare._shards import shard_key
@@ -53,6 +46,13 @@ from .exceptions import (
     InvalidArgumentError,
     ParentKeyError,
 )
+from .write._commit import Done, commit, policy_for
+from .write._deltas import deltas
+from .write._expiries import ExpiryMarker, expiry_write
+from .write._plan import MAX_ACTIONS
+from .write._refusals import next_token
+from .write._send import RetryPolicy
+from .write._writes import Write
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

@@ -1,6 +1,6 @@
 """
 One :class:`ModelSpec` per model: what the library needs to know of a model's declarations, built once and held
-on the class, and carried by each of its writes (:attr:`~pynamodb_counters._writes.Write.spec`): the write path
+on the class, and carried by each of its writes (:attr:`~pynamodb_counters.write._writes.Write.spec`): the write path
 reads it as plain attributes, never asking the declarations again.
 
 Declarations only, no I/O. A model's counters and relations are fixed once its class is built (PynamoDB fills in

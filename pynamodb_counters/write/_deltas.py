@@ -19,17 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple, Type
 
-from ._results import CounterChange
+from .._results import CounterChange
+from ..declare._expiry_rules import STREAM
+from ..declare._spec import relations_of
+from ..exceptions import ChildValueError, ParentKeyError
 from ._stored import Stored, as_loaded, deciding, stored_of
 from ._writes import Write, WriteKind, bypass_of
-from .declare._expiry_rules import STREAM
-from .declare._spec import relations_of
-from .exceptions import ChildValueError, ParentKeyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from .declare._relations import Relation
+    from ..declare._relations import Relation
 
 __all__ = ["NONE", "Counting", "Deltas", "counting_of", "decide", "deltas", "names_parents"]
 
@@ -108,7 +108,7 @@ def deltas(relations: Sequence[Relation], before: Optional[Model], after: Option
 @dataclass
 class Counting:
     """What one counted write is counted from: the commit's own record of it, attempt after attempt, never the
-    caller's request (:class:`~pynamodb_counters._writes.Write`).
+    caller's request (:class:`~pynamodb_counters.write._writes.Write`).
 
     :ivar basis: the stored child it counts from (as loaded, read, or learned from a refusal); ``None``: a save
       is a create, and a delete or an update does not know it yet.

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from ._compat import key_of
+from .._compat import key_of
+from ..declare._relations import read_by
+from ..declare._spec import ModelSpec, spec_of
+from ..exceptions import CountingBypassError, InvalidArgumentError
 from ._context import SKIPPING, counting_skipped
 from ._stored import known_values, remembered
-from .declare._relations import read_by
-from .declare._spec import ModelSpec, spec_of
-from .exceptions import CountingBypassError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action

@@ -17,16 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Sequence, Tuple
 from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
-from ._compat import ItemId, item_id, key_request, saved_version
-from ._conditions import pending_fold, pending_fold_message
-from ._deltas import Counting, Deltas
-from ._items import count_of
-from ._stored import Stored, as_loaded
-from ._writes import Write, WriteKind, parent_save_actions
-from .declare._base import EDIT_ID, EDITED_BY, SHARD_COUNT, WRITE_ID, CountedBase
-from .declare._shards import not_a_shard
-from .declare._spec import shard_count
-from .exceptions import (
+from .._compat import ItemId, item_id, key_request, saved_version
+from ..declare._base import EDIT_ID, EDITED_BY, SHARD_COUNT, WRITE_ID, CountedBase
+from ..declare._shards import not_a_shard
+from ..declare._spec import shard_count
+from ..exceptions import (
     ConditionFailedError,
     CounterError,
     DuplicateChildError,
@@ -34,6 +29,11 @@ from .exceptions import (
     MissingChildError,
     TransactionError,
 )
+from ._conditions import pending_fold, pending_fold_message
+from ._deltas import Counting, Deltas
+from ._items import count_of
+from ._stored import Stored, as_loaded
+from ._writes import Write, WriteKind, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
     import botocore.exceptions

@@ -21,17 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, List, NoReturn, Optional, Sequence, Tuple, Union
 
-from ._actions import Action, ChildAction, ChildEdit
-from ._deltas import Counting, counting_of, decide, names_parents
-from ._plan import Plan, plan
-from ._reads import stored_child
-from ._recoveries import RECOVERIES, Recovery, Round, standing
-from ._refusals import explain, most_fundamental, next_token, proven, refusal_of
-from ._results import CounterChange, WriteResult
-from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
-from ._stored import Stored, forget, remember
-from ._writes import Write, WriteKind
-from .exceptions import (
+from .._results import CounterChange, WriteResult
+from ..exceptions import (
     CountedWriteError,
     CounterError,
     DuplicateChildError,
@@ -39,7 +30,7 @@ from .exceptions import (
     MissingChildError,
     TransactionError,
 )
-from .signals import (
+from ..signals import (
     child_added,
     child_changed,
     child_removed,
@@ -48,6 +39,15 @@ from .signals import (
     missing_rejected,
     send_safely,
 )
+from ._actions import Action, ChildAction, ChildEdit
+from ._deltas import Counting, counting_of, decide, names_parents
+from ._plan import Plan, plan
+from ._reads import stored_child
+from ._recoveries import RECOVERIES, Recovery, Round, standing
+from ._refusals import explain, most_fundamental, next_token, proven, refusal_of
+from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
+from ._stored import Stored, forget, remember
+from ._writes import Write, WriteKind
 
 __all__ = ["Done", "Refused", "Work", "commit", "policy_for"]
 

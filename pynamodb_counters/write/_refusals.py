@@ -1,6 +1,6 @@
 """
 Reading a cancelled TransactWriteItems back onto its plan, pure, no I/O: which actions DynamoDB refused, each
-with the error its action reads into it (:meth:`~pynamodb_counters._actions.Action.refusal`); whether the refusal
+with the error its action reads into it (:meth:`~pynamodb_counters.write._actions.Action.refusal`); whether the refusal
 is in fact this write's own commit, seen again after a lost response; which error wins among several; and what a
 rejected request (a missing table, an item too large) means.
 """
@@ -10,14 +10,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._actions import CHECK_FAILED, Action, Cancellation, ChildAction, ChildDelete
-from ._costs import ITEM_LIMIT_BYTES, item_bytes
-from ._other_actions import RollupCheck
-from ._parent_update import ParentUpdate
-from ._plan import Plan
-from ._send import RETRYABLE_REASONS, Sent
-from .declare._base import EDIT_ID, SHARD_COUNT, WRITE_ID
-from .exceptions import (
+from .._costs import ITEM_LIMIT_BYTES, item_bytes
+from ..declare._base import EDIT_ID, SHARD_COUNT, WRITE_ID
+from ..exceptions import (
     ConditionFailedError,
     CounterError,
     CounterUnderflowError,
@@ -27,6 +22,11 @@ from .exceptions import (
     ParentNotFoundError,
     TransactionError,
 )
+from ._actions import CHECK_FAILED, Action, Cancellation, ChildAction, ChildDelete
+from ._other_actions import RollupCheck
+from ._parent_update import ParentUpdate
+from ._plan import Plan
+from ._send import RETRYABLE_REASONS, Sent
 
 __all__ = ["Refusal", "explain", "most_fundamental", "next_token", "proven", "refusal_of"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ._compat import ParentKey
-from .declare._attributes import CounterField
-from .exceptions import CorruptCounterError
+from .._compat import ParentKey
+from ..declare._attributes import CounterField
+from ..exceptions import CorruptCounterError
 
 __all__ = ["ShardItems", "Stored", "count_of", "counter_shards", "stored_of", "whole_count"]
 

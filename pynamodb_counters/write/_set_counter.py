@@ -10,15 +10,15 @@ from typing import Any, Dict, List, Optional
 
 from pynamodb.exceptions import UpdateError
 
-from ._compat import ParentKey, serialize_key
+from .._compat import ParentKey, serialize_key
+from ..declare._attributes import CounterField
+from ..declare._base import SEQUENCE, SHARD
+from ..declare._relations import normalize_key
+from ..exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 from ._conditions import parent_condition, sequence_unchanged, shard_request, shard_unchanged
 from ._items import ShardItems, counter_shards, stored_of
 from ._reads import read_shards
 from ._send import send
-from .declare._attributes import CounterField
-from .declare._base import SEQUENCE, SHARD
-from .declare._relations import normalize_key
-from .exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 
 __all__ = ["set_counter", "write_total"]
 

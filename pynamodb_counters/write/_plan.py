@@ -22,22 +22,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
+from .._compat import ItemId, item_id
+from ..declare._shards import shard_key
+from ..declare._spec import spec_of
+from ..exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 from ._actions import Action, ChildAction, ChildDelete, ChildEdit, ChildPut
-from ._compat import ItemId, item_id
 from ._deltas import Counting
 from ._expiries import ExpiryMarker
 from ._other_actions import Passthrough, RollupCheck, shard_items
 from ._parent_update import ParentUpdate
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
-from .declare._shards import shard_key
-from .declare._spec import spec_of
-from .exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from .declare._relations import Relation
+    from ..declare._relations import Relation
 
 __all__ = ["MAX_ACTIONS", "Plan", "plan"]
 

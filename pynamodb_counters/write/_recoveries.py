@@ -23,6 +23,7 @@ from typing import Any, ClassVar, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.exceptions import PynamoDBException
 
+from ..exceptions import CounterError, ParentNotFoundError
 from ._actions import CHECK_FAILED, Action, Cancellation, ChildAction, ChildEdit, ChildPut
 from ._deltas import Counting, Parent
 from ._other_actions import RollupCheck
@@ -34,7 +35,6 @@ from ._send import Sent
 from ._shard_items import create_shards
 from ._stored import Stored, deciding
 from ._writes import WriteKind
-from .exceptions import CounterError, ParentNotFoundError
 
 __all__ = ["RECOVERIES", "DeletedMeanwhile", "ExpiredParentsGone", "MissingShards", "Recovery", "RollupsGone",
            "RollupsReturned", "Round", "StaleBasis", "standing"]

@@ -28,7 +28,7 @@ import botocore.exceptions
 from pynamodb.constants import TRANSACT_WRITE_ITEMS
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from .exceptions import ConfigurationError, IdempotencyMismatchError, RetriesExhaustedError, TransactionError
+from ..exceptions import ConfigurationError, IdempotencyMismatchError, RetriesExhaustedError, TransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

@@ -19,15 +19,11 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Set, Tupl
 
 from pynamodb.expressions.condition import Condition
 
-from ._actions import CHECK_FAILED, Action, Cancellation, oversized_key
-from ._compat import ItemId, serialized_key_request, version_condition
-from ._conditions import created_parent_condition, parent_condition, within_limit
-from ._items import stored_of
-from ._writes import Write
-from .declare._base import DECLARED, FED_BY, SEQUENCE, SHARD, SHARD_COUNT, SPEC_HELD, counted_classes
-from .declare._shards import foreign_shard_message, is_shard_item
-from .declare._spec import ModelSpec, foreign_feeds
-from .exceptions import (
+from .._compat import ItemId, serialized_key_request, version_condition
+from ..declare._base import DECLARED, FED_BY, SEQUENCE, SHARD, SHARD_COUNT, SPEC_HELD, counted_classes
+from ..declare._shards import foreign_shard_message, is_shard_item
+from ..declare._spec import ModelSpec, foreign_feeds
+from ..exceptions import (
     ConditionFailedError,
     CounterError,
     CounterUnderflowError,
@@ -35,12 +31,16 @@ from .exceptions import (
     ParentKeyError,
     ParentNotFoundError,
 )
+from ._actions import CHECK_FAILED, Action, Cancellation, oversized_key
+from ._conditions import created_parent_condition, parent_condition, within_limit
+from ._items import stored_of
+from ._writes import Write
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action as UpdateAction
     from pynamodb.models import Model
 
-    from .declare._relations import Relation
+    from ..declare._relations import Relation
 
 __all__ = ["SHAPES_HELD", "ParentUpdate", "parent_request", "stale_shapes"]
 

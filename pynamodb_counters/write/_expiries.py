@@ -10,15 +10,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
+from .._compat import ItemId, key_of
+from ..declare._base import WRITE_ID
+from ..declare._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
+from ..declare._spec import spec_of
+from ..exceptions import ConditionFailedError, CounterError, DuplicateChildError
 from ._actions import CHECK_FAILED, Cancellation, ChildAction
-from ._compat import ItemId, key_of
 from ._deltas import Counting
 from ._stored import remember
 from ._writes import Write, WriteKind
-from .declare._base import WRITE_ID
-from .declare._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
-from .declare._spec import spec_of
-from .exceptions import ConditionFailedError, CounterError, DuplicateChildError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

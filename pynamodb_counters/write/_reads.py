@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 from pynamodb.constants import KEYS, RESPONSES, UNPROCESSED_KEYS
 from pynamodb.expressions.operand import Path
 
-from ._compat import ParentKey, key_attributes, key_of, serialize_key
+from .._compat import ParentKey, key_attributes, key_of, serialize_key
+from ..declare._base import MARKER, SHARD_COUNT
+from ..declare._relations import normalize_key
+from ..declare._shards import is_shard_item, not_a_shard, shard_key
+from ..declare._spec import shard_count
+from ..exceptions import MissingChildError, TransactionError
+from ..signals import missing_rejected, send_safely
 from ._items import ShardItems, count_of, whole_count
 from ._send import DEFAULT_RETRY_POLICY
 from ._stored import Stored
-from .declare._base import MARKER, SHARD_COUNT
-from .declare._relations import normalize_key
-from .declare._shards import is_shard_item, not_a_shard, shard_key
-from .declare._spec import shard_count
-from .exceptions import MissingChildError, TransactionError
-from .signals import missing_rejected, send_safely
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from .declare._attributes import CounterField
-    from .declare._relations import Relation
+    from ..declare._attributes import CounterField
+    from ..declare._relations import Relation
 
 __all__ = ["parent_keys", "read_shards", "read_totals", "scan_parents", "stored_child"]
 

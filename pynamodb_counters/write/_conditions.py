@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
 
 from pynamodb.expressions.condition import Condition
 
-from ._compat import discriminator_of, key_attributes, key_request
+from .._compat import discriminator_of, key_attributes, key_request
+from ..declare._attributes import CounterField
+from ..declare._base import SEQUENCE, SHARD, SHARD_COUNT
+from ..declare._shards import shard_key
+from ..declare._spec import shard_count
+from ..exceptions import InvalidTransactionError
 from ._items import count_of
-from .declare._attributes import CounterField
-from .declare._base import SEQUENCE, SHARD, SHARD_COUNT
-from .declare._shards import shard_key
-from .declare._spec import shard_count
-from .exceptions import InvalidTransactionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

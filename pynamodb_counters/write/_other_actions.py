@@ -10,13 +10,9 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
 
-from ._actions import Action, Cancellation, pending_fold_refusal, pynamodb_view
-from ._compat import ItemId, item_id, key_request, serialized_key_request
-from ._conditions import pending_fold
-from ._context import counting_skipped
-from ._writes import Write, WriteKind
-from .declare._base import SHARD, SHARD_COUNT
-from .declare._shards import (
+from .._compat import ItemId, item_id, key_request, serialized_key_request
+from ..declare._base import SHARD, SHARD_COUNT
+from ..declare._shards import (
     foreign_shard_message,
     is_shard_item,
     not_a_shard,
@@ -24,8 +20,12 @@ from .declare._shards import (
     shard_key,
     shard_or_absent,
 )
-from .declare._spec import spec_of
-from .exceptions import ConditionFailedError, CounterError, MissingChildError
+from ..declare._spec import spec_of
+from ..exceptions import ConditionFailedError, CounterError, MissingChildError
+from ._actions import Action, Cancellation, pending_fold_refusal, pynamodb_view
+from ._conditions import pending_fold
+from ._context import counting_skipped
+from ._writes import Write, WriteKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

@@ -17,9 +17,9 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
-from ._compat import key_of
-from .declare._relations import read_by
-from .declare._spec import ModelSpec, spec_of
+from .._compat import key_of
+from ..declare._relations import read_by
+from ..declare._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action

@@ -9,12 +9,12 @@ from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple
 from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
-from ._compat import ItemId, item_id, key_of
+from .._compat import ItemId, item_id, key_of
+from ..declare._shards import shard_key
+from ..declare._spec import counters_of, relations_of, shard_count
+from ..exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 from ._deltas import counting_of, decide
 from ._writes import Write, WriteKind, delete_write, save_write
-from .declare._shards import shard_key
-from .declare._spec import counters_of, relations_of, shard_count
-from .exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 
 __all__ = ["Entry", "plan_chunks"]
 
