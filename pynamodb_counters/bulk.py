@@ -49,14 +49,13 @@ from .exceptions import (
     TransactionTooLargeError,
 )
 from .signals import limit_rejected, send_safely
-from .write._actions import Action, ChildAction, ChildEdit
+from .write._actions import Action, ChildAction, ChildEdit, RollupCheck
 from .write._chunks import Entry, plan_chunks
 from .write._commit import Refused, Work, commit, policy_for
 from .write._deltas import Counting, names_parents
-from .write._other_actions import RollupCheck
 from .write._plan import MAX_ACTIONS
 from .write._reads import stored_child
-from .write._refusals import most_fundamental
+from .write._recoveries import most_fundamental
 from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
 from .write._stored import remember
 from .write._writes import Write, delete_write, save_write

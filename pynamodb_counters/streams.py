@@ -50,7 +50,7 @@ from .write._commit import Done, commit, policy_for
 from .write._deltas import deltas
 from .write._expiries import ExpiryMarker, expiry_write
 from .write._plan import MAX_ACTIONS
-from .write._refusals import next_token
+from .write._recoveries import next_token
 from .write._send import RetryPolicy
 from .write._writes import Write
 

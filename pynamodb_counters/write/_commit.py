@@ -43,8 +43,17 @@ from ._actions import Action, ChildAction, ChildEdit
 from ._deltas import Counting, counting_of, decide, names_parents
 from ._plan import Plan, plan
 from ._reads import stored_child
-from ._recoveries import RECOVERIES, Recovery, Round, standing
-from ._refusals import explain, most_fundamental, next_token, proven, refusal_of
+from ._recoveries import (
+    RECOVERIES,
+    Recovery,
+    Round,
+    explain,
+    most_fundamental,
+    next_token,
+    proven,
+    refusal_of,
+    standing,
+)
 from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
 from ._stored import Stored, forget, remember
 from ._writes import Write, WriteKind

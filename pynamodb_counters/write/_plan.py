@@ -26,11 +26,19 @@ from .._compat import ItemId, item_id
 from ..declare._shards import shard_key
 from ..declare._spec import spec_of
 from ..exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
-from ._actions import Action, ChildAction, ChildDelete, ChildEdit, ChildPut
+from ._actions import (
+    Action,
+    ChildAction,
+    ChildDelete,
+    ChildEdit,
+    ChildPut,
+    ParentUpdate,
+    Passthrough,
+    RollupCheck,
+    shard_items,
+)
 from ._deltas import Counting
 from ._expiries import ExpiryMarker
-from ._other_actions import Passthrough, RollupCheck, shard_items
-from ._parent_update import ParentUpdate
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
 
