@@ -10,7 +10,6 @@ signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_
 
 from . import exceptions, signals
 from ._costs import item_bytes, read_units, write_units
-from ._reports import AuditReport, Drift, FeederChange, FeederEntry, FeederReport, Repair, RepairReport, Unverifiable
 from ._results import CounterChange, WriteResult
 from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
 from .declare._attributes import CounterField
@@ -20,6 +19,16 @@ from .declare._shards import not_a_shard
 from .feeders import migrate_feeders
 from .models import CounterMixin
 from .reconcile import ExportProgress, audit, repair
+from .reconcile._reports import (
+    AuditReport,
+    Drift,
+    FeederChange,
+    FeederEntry,
+    FeederReport,
+    Repair,
+    RepairReport,
+    Unverifiable,
+)
 from .resharding import reshard
 from .transactions import MAX_ACTIONS, CountedTransaction
 from .write._context import skip_counting

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pynamodb_counters
 from pynamodb_counters import exceptions
-from pynamodb_counters.demo import run
+from pynamodb_counters.cli.demo import run
 
 
 def test_public_names_are_exactly_all() -> None:
@@ -80,9 +80,9 @@ def test_internal_modules_are_private_and_public_modules_list_only_public_names(
     """A module whose name starts with an underscore is internal, in whichever folder; a folder names a concept,
     and those of the library's insides (``declare``, ``write``, ``reconcile.export``) hold no public name."""
     package = Path(pynamodb_counters.__file__).parent
-    public_modules = {"", "__main__", "bulk", "cli", "declare", "demo", "exceptions", "feeders", "models",
-                      "pytest_plugin", "reconcile", "resharding", "signals", "streams", "testing", "transactions",
-                      "write"}
+    public_modules = {"", "__main__", "bulk", "cli", "cli.demo", "declare", "exceptions", "feeders", "models",
+                      "pytest_plugin", "reconcile", "reconcile.export", "resharding", "signals", "streams", "testing",
+                      "transactions", "write"}
     found = {".".join(path.relative_to(package).with_suffix("").parts).replace("__init__", "").rstrip(".")
              for path in package.rglob("*.py")}
     assert {name for name in found if not any(part.startswith("_") and part != "__main__"
@@ -93,7 +93,7 @@ def test_internal_modules_are_private_and_public_modules_list_only_public_names(
         assert [n for n, v in vars(module).items() if not n.startswith("_") and not isinstance(v, ModuleType)] \
             == [], f"{name} is a folder of internal modules"
     # streams is imported as a module of its own (a Lambda's handler imports count_expiries from it)
-    for name in public_modules - {"", "__main__", "cli", "declare", "write", "reconcile.export", "demo",
+    for name in public_modules - {"", "__main__", "cli", "declare", "write", "reconcile.export", "cli.demo",
                                   "pytest_plugin", "exceptions", "signals", "streams", "testing"}:
         module = importlib.import_module(f"pynamodb_counters.{name}")
         for exported in module.__all__:

@@ -8,8 +8,8 @@ from typing import Any, Iterator, List
 import pytest
 from pynamodb.models import Model
 
-from pynamodb_counters.write import _actions
 from pynamodb_counters.declare._spec import spec_of
+from pynamodb_counters.write import _actions
 from pynamodb_counters.write._commit import Work
 from pynamodb_counters.write._plan import Plan
 from pynamodb_counters.write._writes import Write, delete_write, save_write

@@ -54,7 +54,7 @@ class ModelSpec:
     :ivar keys: its hash key attribute, then its range key attribute if it has one.
     :ivar discriminator: its ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``.
     :ivar counted: whether the library writes its items: it has counters, or relations counting it.
-    :ivar requests: a memo kept for this model's items as parents (``_parent_update.parent_request``): each shape of
+    :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
       counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
       the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
       with the declarations.

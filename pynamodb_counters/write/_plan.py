@@ -1,15 +1,14 @@
 """
 The plan: a transaction's writes, each counted write with what it is counted from in this attempt, as the
-actions of one TransactWriteItems (``_actions``, ``_parent_update``, ``_other_actions``). No I/O; it
-changes nothing it is given, but for the shapes of parent Update kept on a parent model's spec
-(``_parent_update``).
+actions of one TransactWriteItems (``_actions``). No I/O; it changes nothing it is given, but for the shapes of
+parent Update kept on a parent model's spec (``_actions``).
 
 What a plan guarantees, before anything is sent:
 
 * each counted child has one action: a create-only Put, an edit's or update's Update, a Delete, each conditioned
   on the stored child its deltas were counted from (``_actions``), or for a child deleted by TTL the create-only
   Put of its stream record's marker (``_expiries``);
-* every parent item gets exactly one Update, all the changes counted into it merged (``_parent_update``), and a
+* every parent item gets exactly one Update, all the changes counted into it merged (``ParentUpdate``), and a
   caller's ``update()`` or ``condition_check()`` of that item merged into it; two unrelated models never count
   into one item;
 * a sharded parent's shard items are created with it, or deleted with it; a child that is one brings its own;

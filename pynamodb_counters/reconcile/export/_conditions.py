@@ -2,7 +2,7 @@
 PynamoDB conditions evaluated on one raw item of a table export (DynamoDB typed JSON: ``{"pk": {"S": ...}, ...}``)
 as DynamoDB evaluates them in the live audit's filters: a parent model's ``audit_filter()`` (its Scan) and, in a
 polymorphic model, the discriminator of the classes a relation counts (its Query). Pure, no I/O. (A relation's
-``when=`` is a function of the loaded child, not a condition: ``_export_counts`` calls it.)
+``when=`` is a function of the loaded child, not a condition: ``_counts`` calls it.)
 
 :func:`matcher` turns a PynamoDB condition into a function of a raw item, once; the function runs on every item of
 the export. A condition that cannot be evaluated on an item alone (a nested path, ``size()``, a comparison of two
@@ -30,7 +30,7 @@ from pynamodb.expressions.condition import (
 )
 from pynamodb.expressions.operand import Path, Value
 
-from .exceptions import ExportError
+from ...exceptions import ExportError
 
 __all__ = ["Item", "matcher"]
 

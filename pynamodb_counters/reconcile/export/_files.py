@@ -13,7 +13,7 @@ file's end, checks its MD5 and item count against the manifest. Every fault is a
 
 An :class:`Export` and its :class:`DataFile` entries are plain data: they pickle, for process pools and Spark
 executors. Where the files are read from, a directory or S3 (and the S3 client each process makes), is
-``_export_sources``.
+``_sources``.
 
 A ``dataFileS3Key`` is written relative to the bucket (``<prefix>/AWSDynamoDB/<ExportId>/data/...``); it is read
 by its part after ``AWSDynamoDB/<ExportId>/``, under the location given, so a copy of an export (to a directory, or
@@ -35,8 +35,8 @@ from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Opti
 
 from botocore.exceptions import BotoCoreError
 
-from ._export_sources import ROOT, SUMMARY, Missing, Source, source_of
-from .exceptions import ExportError, InvalidArgumentError
+from ...exceptions import ExportError, InvalidArgumentError
+from ._sources import ROOT, SUMMARY, Missing, Source, source_of
 
 __all__ = ["FILES_MANIFEST", "DataFile", "Export", "open_export", "table_of", "table_place"]
 

@@ -32,13 +32,13 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from ._compat import ItemId, as_returned, discriminator_of, item_id
-from ._results import CounterChange
-from .declare._base import WRITE_ID
-from .declare._expiry_rules import MARKER, STREAM, ttl_attribute
-from .declare._shards import shard_key
-from .declare._spec import relations_of
-from .exceptions import (
+from .._compat import ItemId, as_returned, discriminator_of, item_id
+from .._results import CounterChange
+from ..declare._base import WRITE_ID
+from ..declare._expiry_rules import MARKER, STREAM, ttl_attribute
+from ..declare._shards import shard_key
+from ..declare._spec import relations_of
+from ..exceptions import (
     ChildValueError,
     ConfigurationError,
     CounterError,
@@ -46,13 +46,13 @@ from .exceptions import (
     InvalidArgumentError,
     ParentKeyError,
 )
-from .write._commit import Done, commit, policy_for
-from .write._deltas import deltas
-from .write._expiries import ExpiryMarker, expiry_write
-from .write._plan import MAX_ACTIONS
-from .write._recoveries import next_token
-from .write._send import RetryPolicy
-from .write._writes import Write
+from ..write._commit import Done, commit, policy_for
+from ..write._deltas import deltas
+from ..write._expiries import ExpiryMarker, expiry_write
+from ..write._plan import MAX_ACTIONS
+from ..write._recoveries import next_token
+from ..write._send import RetryPolicy
+from ..write._writes import Write
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

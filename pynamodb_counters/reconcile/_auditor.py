@@ -17,6 +17,18 @@ from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tup
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 
+from .._compat import ParentKey, key_attributes, serialize_key
+from .._costs import read_units
+from ..declare._attributes import CounterField
+from ..declare._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
+from ..declare._relations import Relation
+from ..declare._spec import shard_count
+from ..exceptions import TransactionError
+from ..signals import counter_repaired, send_safely
+from ..write._conditions import parent_condition, sequence_is
+from ..write._items import ShardItems, Stored, count_of, counter_shards, stored_of
+from ..write._reads import read_shards, scan_parents
+from ..write._set_counter import write_total
 from ._audit_rules import (
     Uncountable,
     audited,
@@ -27,19 +39,7 @@ from ._audit_rules import (
     shares_partitions,
     sum_stored,
 )
-from ._compat import ParentKey, key_attributes, serialize_key
-from ._costs import read_units
 from ._reports import Drift, Repair, Unverifiable
-from .declare._attributes import CounterField
-from .declare._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
-from .declare._relations import Relation
-from .declare._spec import shard_count
-from .exceptions import TransactionError
-from .signals import counter_repaired, send_safely
-from .write._conditions import parent_condition, sequence_is
-from .write._items import ShardItems, Stored, count_of, counter_shards, stored_of
-from .write._reads import read_shards, scan_parents
-from .write._set_counter import write_total
 
 __all__ = ["MOVING", "Auditor", "Budget", "Observation"]
 

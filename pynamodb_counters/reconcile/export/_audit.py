@@ -8,7 +8,7 @@ An audit from a table export: the export nominates candidates, the live table de
     report.drifts       # the candidates recounted on the live table and still drifted
 
 The export's data files are read apart (one task each, on this machine's cores or on Spark: ``_engines``) into
-partitions (``_export_counts``); a parent's findings need its whole partition, so the partitions are merged
+partitions (``_counts``); a parent's findings need its whole partition, so the partitions are merged
 before they are judged. An export is not transactionally consistent (it may hold one half of a transaction that
 was propagating while it was taken), so no finding of it is reported as drift: each candidate is recounted on
 the live table, by key, and only those still drifted are drifts. The live reads are the candidates' alone.
@@ -26,14 +26,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.exceptions import TableDoesNotExist, TableError
 
-from ._audit_rules import audited
-from ._compat import ParentKey
+from ..._compat import ParentKey
+from ...declare._attributes import CounterField
+from ...exceptions import ExportError, InvalidArgumentError
+from .._audit_rules import audited
+from .._reports import AuditReport, Drift
+from ._counts import ExportCounting, Findings, Partition, Tally, merge_partitions
 from ._engines import ENGINES, Task, run_by_key
-from ._export_counts import ExportCounting, Findings, Partition, Tally, merge_partitions
-from ._exports import Export, open_export, table_place
-from ._reports import AuditReport, Drift
-from .declare._attributes import CounterField
-from .exceptions import ExportError, InvalidArgumentError
+from ._files import Export, open_export, table_place
 
 __all__ = ["ExportProgress", "audit_export", "exports_of"]
 

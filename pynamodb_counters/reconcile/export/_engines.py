@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from typing import Any, Callable, Dict, Generic, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from .exceptions import CounterError, InvalidArgumentError
+from ...exceptions import CounterError, InvalidArgumentError
 
 __all__ = ["ENGINES", "Task", "run", "run_by_key", "run_local", "run_spark"]
 

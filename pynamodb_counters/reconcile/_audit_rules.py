@@ -12,14 +12,14 @@ from pynamodb.attributes import TTLAttribute
 from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.expressions.condition import Condition
 
-from ._compat import ParentKey, as_returned, discriminator_of, key_attributes
-from .declare._attributes import CounterField
-from .declare._base import feeder_id, legacy_feeder_id
-from .declare._relations import Relation
-from .declare._spec import check_feeder_ids, feeders_of
-from .exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
-from .write._conditions import discriminator_condition
-from .write._items import Stored, count_of
+from .._compat import ParentKey, as_returned, discriminator_of, key_attributes
+from ..declare._attributes import CounterField
+from ..declare._base import feeder_id, legacy_feeder_id
+from ..declare._relations import Relation
+from ..declare._spec import check_feeder_ids, feeders_of
+from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
+from ..write._conditions import discriminator_condition
+from ..write._items import Stored, count_of
 
 __all__ = ["Uncountable", "audited", "counted_classes", "counted_child", "expired", "loaded_feeders",
            "shares_partitions", "sum_stored"]

@@ -26,17 +26,17 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from .._compat import ParentKey
+from ..declare._attributes import CounterField
+from ..declare._base import same_class
+from ..declare._relations import Relation, normalize_key
+from ..declare._spec import all_relations
+from ..exceptions import ConfigurationError, InvalidArgumentError
+from ..models import CounterMixin
 from ._audit_rules import audited
 from ._auditor import Auditor, Budget, Observation
-from ._compat import ParentKey
-from ._export_audit import ExportProgress, Location, audit_export, exports_of
 from ._reports import AuditReport, Drift, Repair, RepairReport, Unverifiable
-from .declare._attributes import CounterField
-from .declare._base import same_class
-from .declare._relations import Relation, normalize_key
-from .declare._spec import all_relations
-from .exceptions import ConfigurationError, InvalidArgumentError
-from .models import CounterMixin
+from .export._audit import ExportProgress, Location, audit_export, exports_of
 
 __all__ = ["AuditReport", "Drift", "ExportProgress", "Repair", "RepairReport", "Unverifiable", "audit", "repair"]
 

@@ -6,14 +6,20 @@ no I/O: the export's data files are read elsewhere, and any number of them are t
 
 The live audit reads with DynamoDB's conditions (a Scan filtered by the parent model's ``audit_filter()``, a
 Query of a parent's partition under a relation's prefix, filtered by the classes it counts); here the same
-conditions are evaluated on each raw item (``_export_conditions``).
+conditions are evaluated on each raw item (``_conditions``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
 
-from ._audit_rules import (
+from ..._compat import ParentKey, as_returned, key_attributes
+from ...declare._attributes import CounterField
+from ...declare._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
+from ...declare._relations import Relation
+from ...exceptions import ExportError
+from ...write._items import Stored, stored_of
+from .._audit_rules import (
     Uncountable,
     counted_child,
     counted_classes,
@@ -22,13 +28,7 @@ from ._audit_rules import (
     shares_partitions,
     sum_stored,
 )
-from ._compat import ParentKey, as_returned, key_attributes
-from ._export_conditions import Item, matcher
-from .declare._attributes import CounterField
-from .declare._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
-from .declare._relations import Relation
-from .exceptions import ExportError
-from .write._items import Stored, stored_of
+from ._conditions import Item, matcher
 
 __all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "merge_partitions"]
 

@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple, Type
 from pynamodb.constants import BINARY, NUMBER
 from pynamodb.models import Model
 
-from ._compat import ParentKey, key_attributes
-from .write._items import Stored
+from .._compat import ParentKey, key_attributes
+from ..write._items import Stored
 
 __all__ = ["AuditReport", "Drift", "FeederChange", "FeederEntry", "FeederReport", "Repair", "RepairReport",
            "Unverifiable", "json_key", "json_stored"]

@@ -2,7 +2,7 @@
 Where a DynamoDB table export's files are: a local directory, or S3 (``s3://``, and Hadoop's ``s3a://`` and
 ``s3n://``). :func:`source_of` gives the :class:`Source` of a location; the export's files are named in it by their
 path inside the export (``manifest-summary.json``, ``data/<random>.json.gz``), what they are is read elsewhere
-(``_exports``).
+(``_files``).
 
 A file that does not exist is a :class:`Missing`, for the reader to say which file of the export it is; any other
 refusal of S3 is an :class:`~pynamodb_counters.exceptions.ExportError` naming the object.
@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, Dict, List, Sequence, Set, cast
 import botocore.session
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .exceptions import ExportError
+from ...exceptions import ExportError
 
 __all__ = ["ROOT", "SUMMARY", "Missing", "Source", "source_of"]
 

@@ -16,17 +16,17 @@ import os
 import sys
 from typing import Any, List, NoReturn, Optional, Tuple
 
-from . import __version__
-from ._cli_output import AuditProgress, count, describe, json_error, key_text, print_audit, print_repair
-from ._cli_output import ExportAuditProgress as _ExportProgress
-from ._cli_targets import Target, load_module, parse_key, point, resolve
-from ._reports import AuditReport, RepairReport
-from .declare._attributes import CounterField
-from .declare._relations import Relation
-from .exceptions import ConfigurationError, InvalidArgumentError
-from .feeders import migrate_feeders
-from .reconcile import audit, repair
-from .resharding import reshard
+from .. import __version__
+from ..declare._attributes import CounterField
+from ..declare._relations import Relation
+from ..exceptions import ConfigurationError, InvalidArgumentError
+from ..feeders import migrate_feeders
+from ..reconcile import audit, repair
+from ..reconcile._reports import AuditReport, RepairReport
+from ..resharding import reshard
+from ._output import AuditProgress, count, describe, json_error, key_text, print_audit, print_repair
+from ._output import ExportAuditProgress as _ExportProgress
+from ._targets import Target, load_module, parse_key, point, resolve
 
 __all__ = ["main"]
 

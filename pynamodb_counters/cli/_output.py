@@ -11,9 +11,9 @@ import sys
 import time
 from typing import Any, Dict, Optional, TextIO
 
-from ._export_audit import ExportProgress
-from ._reports import AuditReport, RepairReport, json_key
-from .exceptions import CounterError
+from ..exceptions import CounterError
+from ..reconcile._reports import AuditReport, RepairReport, json_key
+from ..reconcile.export._audit import ExportProgress
 
 __all__ = ["AuditProgress", "ExportAuditProgress", "count", "describe", "json_error", "key_text", "print_audit",
            "print_repair"]

@@ -15,14 +15,14 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.constants import COUNT
 from pynamodb.models import Model
 
-from . import signals
-from ._costs import read_units
-from .declare._attributes import CounterField
-from .declare._relations import counted_by
-from .exceptions import ConfigurationError, DuplicateChildError, LimitExceededError
-from .models import CounterMixin
-from .reconcile import audit, repair
-from .transactions import CountedTransaction
+from .. import signals
+from .._costs import read_units
+from ..declare._attributes import CounterField
+from ..declare._relations import counted_by
+from ..exceptions import ConfigurationError, DuplicateChildError, LimitExceededError
+from ..models import CounterMixin
+from ..reconcile import audit, repair
+from ..transactions import CountedTransaction
 
 __all__ = ["run"]
 
