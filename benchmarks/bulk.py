@@ -51,7 +51,7 @@ from benchmarks._shared import (
     table,
 )
 from pynamodb_counters import bulk_save, skip_counting, write_units
-from pynamodb_counters._send import transact_client
+from pynamodb_counters.write._send import transact_client
 
 GOAL_WCU_PER_LIKE = 2.5  # the goal, against about 4 for one transaction per like
 BULK, BASELINE = "bulk_save()", "PynamoDB, one TransactWrite per like"

@@ -70,8 +70,8 @@ from benchmarks._shared import (
     table,
 )
 from pynamodb_counters import CountedTransaction
-from pynamodb_counters._commit import finish
-from pynamodb_counters._send import send
+from pynamodb_counters.write._commit import finish
+from pynamodb_counters.write._send import send
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace(os.sep, "/") + "/"
 GOAL = 1.05  # the goal: a counted save at most 5% slower than the same transaction through PynamoDB

@@ -9,8 +9,8 @@ one to another, and how deep its calls go. Not a timing: a trace, the same on ev
 
 Each write runs once to warm up (the models' specs, the held request shapes), then once traced with
 :func:`sys.setprofile`: every call entering a module of ``pynamodb_counters`` is recorded, in order. It reports,
-per write: the modules entered (split into the write path and the declarations it looks up: ``relations``,
-``_relation_rules``, ``_recorder``, ``attributes``, ``_spec``, ``_base``, ``_compat``, ``_context``), the
+per write: the modules entered (split into the write path and the declarations it looks up: ``declare._relations``,
+``declare._attributes``, ``declare._spec``, ``declare._base``, ``_compat``, ``write._context``), the
 transitions (a call in one module followed by a call in another), and the deepest nesting of the package's own
 frames. The writes:
 
@@ -30,8 +30,8 @@ import pynamodb_counters
 from benchmarks._shared import say, table, use_dummy_credentials, write_json
 
 PACKAGE = os.path.dirname(pynamodb_counters.__file__)
-DECLARATIONS = frozenset(("relations", "_relation_rules", "_recorder", "attributes", "_spec", "_base", "_compat",
-                          "_context"))
+DECLARATIONS = frozenset(("declare._relations", "declare._attributes", "declare._spec", "declare._base", "_compat",
+                          "write._context"))
 """The modules that hold what the models declare, looked up along the way, not steps of the write itself."""
 
 

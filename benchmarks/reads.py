@@ -53,7 +53,7 @@ from benchmarks._shared import (
 )
 from benchmarks.audit import PAGE_BYTES, paged_read_units
 from pynamodb_counters import bulk_save, read_units, skip_counting
-from pynamodb_counters._shards import shard_key
+from pynamodb_counters.declare._shards import shard_key
 
 MODELS = [Post, Like, ShardedPost, ShardedLike, PlainLike]
 SHARDED = f"{SHARDS} shards: total()"

@@ -41,7 +41,7 @@ from benchmarks._shared import (
     table,
 )
 from pynamodb_counters import BulkResult, bulk_save, skip_counting
-from pynamodb_counters._send import transact_client
+from pynamodb_counters.write._send import transact_client
 
 POSTS = 1000
 USERS = 10

@@ -58,7 +58,7 @@ nitpick_ignore = [
     ("py:class", "Action"),
     ("py:exc", "DoesNotExist"),  # each model's own exception class (a pynamodb.exceptions.DoesNotExist)
     # the internal class CountedTransaction.plan() returns (its annotation): shown as text, not documented
-    ("py:class", "pynamodb_counters._plan.Plan"),
+    ("py:class", "pynamodb_counters.write._plan.Plan"),
 ]
 nitpick_ignore_regex = [
     # PynamoDB's and blinker's, by full name: their inventories are not fetched offline

@@ -9,22 +9,31 @@ signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_
 """
 
 from . import exceptions, signals
-from ._base import MAX_SHARDS
-from ._context import skip_counting
 from ._costs import item_bytes, read_units, write_units
-from ._reports import AuditReport, Drift, FeederChange, FeederEntry, FeederReport, Repair, RepairReport, Unverifiable
 from ._results import CounterChange, WriteResult
-from ._send import DEFAULT_RETRY_POLICY, RetryPolicy
-from ._set_counter import set_counter
-from ._shards import not_a_shard
-from .attributes import CounterField
 from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
+from .declare._attributes import CounterField
+from .declare._base import MAX_SHARDS
+from .declare._relations import Relation, counted_by
+from .declare._shards import not_a_shard
 from .feeders import migrate_feeders
 from .models import CounterMixin
 from .reconcile import ExportProgress, audit, repair
-from .relations import Relation, counted_by
+from .reconcile._reports import (
+    AuditReport,
+    Drift,
+    FeederChange,
+    FeederEntry,
+    FeederReport,
+    Repair,
+    RepairReport,
+    Unverifiable,
+)
 from .resharding import reshard
 from .transactions import MAX_ACTIONS, CountedTransaction
+from .write._context import skip_counting
+from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
+from .write._set_counter import set_counter
 
 __version__ = "0.1.0"
 

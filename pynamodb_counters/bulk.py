@@ -35,19 +35,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.models import Model
 
-from ._actions import Action, ChildAction, ChildEdit
-from ._chunks import Entry, plan_chunks
-from ._commit import Refused, Work, commit, policy_for
-from ._deltas import Counting, names_parents
-from ._other_actions import RollupCheck
-from ._plan import MAX_ACTIONS
-from ._reads import stored_child
-from ._refusals import most_fundamental
 from ._results import WriteResult
-from ._send import DEFAULT_RETRY_POLICY, RetryPolicy
-from ._spec import relations_of
-from ._stored import remember
-from ._writes import Write, delete_write, save_write
+from .declare._spec import relations_of
 from .exceptions import (
     BulkWriteError,
     CountedWriteError,
@@ -60,6 +49,16 @@ from .exceptions import (
     TransactionTooLargeError,
 )
 from .signals import limit_rejected, send_safely
+from .write._actions import Action, ChildAction, ChildEdit, RollupCheck
+from .write._chunks import Entry, plan_chunks
+from .write._commit import Refused, Work, commit, policy_for
+from .write._deltas import Counting, names_parents
+from .write._plan import MAX_ACTIONS
+from .write._reads import stored_child
+from .write._recoveries import most_fundamental
+from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
+from .write._stored import remember
+from .write._writes import Write, delete_write, save_write
 
 __all__ = ["BulkResult", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
 

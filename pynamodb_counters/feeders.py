@@ -23,18 +23,18 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Un
 
 from pynamodb.exceptions import UpdateError
 
-from ._audit_rules import loaded_feeders
-from ._base import FED_BY, FEED_SEPARATOR, SHARD_COUNT, feeder_id
 from ._compat import ParentKey, key_attributes, serialize_key
-from ._items import ShardItems, count_of
-from ._reads import parent_keys, read_shards, scan_parents
-from ._reports import FeederChange, FeederEntry, FeederReport
-from ._shards import shard_key
-from ._spec import feeders_of, shard_count
-from .attributes import CounterField
+from .declare._attributes import CounterField
+from .declare._base import FED_BY, FEED_SEPARATOR, SHARD_COUNT, feeder_id
+from .declare._relations import Relation
+from .declare._shards import shard_key
+from .declare._spec import feeders_of, shard_count
 from .exceptions import InvalidArgumentError, TransactionError
 from .reconcile import check_scannable
-from .relations import Relation
+from .reconcile._audit_rules import loaded_feeders
+from .reconcile._reports import FeederChange, FeederEntry, FeederReport
+from .write._items import ShardItems, count_of
+from .write._reads import parent_keys, read_shards, scan_parents
 
 __all__ = ["migrate_feeders"]
 

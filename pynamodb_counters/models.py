@@ -11,20 +11,27 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Ty
 
 from pynamodb.exceptions import DeleteError, PynamoDBException, UpdateError
 
-from ._base import SHARD_COUNT, CountedBase
-from ._commit import Refused, commit, policy_for
 from ._compat import ParentKey, key_attributes, key_of, serialize_key
-from ._conditions import discriminator_condition, pending_fold, pending_fold_message
-from ._items import count_of
-from ._reads import read_totals
-from ._relation_rules import check_model
 from ._results import WriteResult
-from ._send import RetryPolicy
-from ._shard_items import create_shards
-from ._shards import is_shard_item, not_a_shard, shard_item_message
-from ._spec import spec_of
-from ._stored import remember, stored_of
-from ._writes import (
+from .declare._base import SHARD_COUNT, CountedBase
+from .declare._relations import Relation, check_model
+from .declare._shards import is_shard_item, not_a_shard, shard_item_message
+from .declare._spec import spec_of
+from .exceptions import (
+    ConditionFailedError,
+    CountedWriteError,
+    CountingBypassError,
+    DuplicateChildError,
+    MissingChildError,
+)
+from .write._commit import Refused, commit, policy_for
+from .write._conditions import discriminator_condition, pending_fold, pending_fold_message
+from .write._items import count_of
+from .write._reads import read_totals
+from .write._send import RetryPolicy
+from .write._shard_items import create_shards
+from .write._stored import remember, stored_of
+from .write._writes import (
     UNSET,
     Write,
     WriteKind,
@@ -39,20 +46,12 @@ from ._writes import (
     update_write,
     value,
 )
-from .exceptions import (
-    ConditionFailedError,
-    CountedWriteError,
-    CountingBypassError,
-    DuplicateChildError,
-    MissingChildError,
-)
-from .relations import Relation
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
     from pynamodb.expressions.update import Action
 
-    from .attributes import CounterField
+    from .declare._attributes import CounterField
 
 __all__ = ["CounterMixin"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type
 
-from ._commit import Refused, Work, commit, policy_for
-from ._plan import MAX_ACTIONS, Plan
 from ._results import WriteResult
-from ._send import RetryPolicy
-from ._writes import Write, check_token, check_write, delete_write, save_write, update_write
 from .exceptions import InvalidTransactionError
+from .write._commit import Refused, Work, commit, policy_for
+from .write._plan import MAX_ACTIONS, Plan
+from .write._send import RetryPolicy
+from .write._writes import Write, check_token, check_write, delete_write, save_write, update_write
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition

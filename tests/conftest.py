@@ -129,7 +129,7 @@ def held_shapes_are_fresh() -> Iterator[None]:
     """After every test: each shape of a parent's counter Update the test left held (the memo that copies a
     request with the next key) is the request built afresh for it, while the declarations still give it that
     shape. Every shape the suite writes is checked so."""
-    from pynamodb_counters._parent_update import stale_shapes
+    from pynamodb_counters.write._actions import stale_shapes
 
     yield
     stale = [(model.__name__, held, fresh) for model, held, fresh in stale_shapes()]

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pynamodb_counters
 from pynamodb_counters import exceptions
-from pynamodb_counters.demo import run
+from pynamodb_counters.cli.demo import run
 
 
 def test_public_names_are_exactly_all() -> None:
@@ -77,16 +77,44 @@ def test_the_api_reference_documents_exactly_the_public_names() -> None:
 
 
 def test_internal_modules_are_private_and_public_modules_list_only_public_names() -> None:
+    """A module whose name starts with an underscore is internal, in whichever folder; a folder names a concept,
+    and those of the library's insides (``declare``, ``write``, ``reconcile.export``) hold no public name."""
     package = Path(pynamodb_counters.__file__).parent
-    public_modules = {"__init__", "__main__", "attributes", "bulk", "cli", "demo", "exceptions", "models",
-                      "pytest_plugin", "reconcile", "relations", "resharding", "signals", "transactions", "feeders",
-                      "streams"}
-    assert {path.stem for path in package.glob("*.py") if not path.stem.startswith("_")} | {"__init__",
-                                                                                              "__main__"} \
-        == public_modules
+    public_modules = {"", "__main__", "bulk", "cli", "cli.demo", "declare", "exceptions", "feeders", "models",
+                      "pytest_plugin", "reconcile", "reconcile.export", "resharding", "signals", "streams", "testing",
+                      "transactions", "write"}
+    found = {".".join(path.relative_to(package).with_suffix("").parts).replace("__init__", "").rstrip(".")
+             for path in package.rglob("*.py")}
+    assert {name for name in found if not any(part.startswith("_") and part != "__main__"
+                                              for part in name.split("."))
+            and not name.startswith("testing.")} == public_modules  # testing's modules: docs/testing.rst
+    for name in public_modules & {"declare", "write", "reconcile.export"}:
+        module = importlib.import_module(f"pynamodb_counters.{name}")
+        assert [n for n, v in vars(module).items() if not n.startswith("_") and not isinstance(v, ModuleType)] \
+            == [], f"{name} is a folder of internal modules"
     # streams is imported as a module of its own (a Lambda's handler imports count_expiries from it)
-    for name in public_modules - {"__init__", "__main__", "cli", "demo", "pytest_plugin", "exceptions", "signals",
-                                  "streams"}:
+    for name in public_modules - {"", "__main__", "cli", "declare", "write", "reconcile.export", "cli.demo",
+                                  "pytest_plugin", "exceptions", "signals", "streams", "testing"}:
         module = importlib.import_module(f"pynamodb_counters.{name}")
         for exported in module.__all__:
             assert exported in pynamodb_counters.__all__, f"{name}.{exported} is exported but not public"
+
+
+def test_the_public_import_paths_work() -> None:
+    """The modules users import, the plugin pytest loads and the command's entry point keep their paths."""
+    for name in ("exceptions", "signals", "bulk", "transactions", "resharding", "reconcile", "streams", "feeders",
+                 "testing", "testing.server", "testing.exports", "testing.backups", "pytest_plugin"):
+        importlib.import_module(f"pynamodb_counters.{name}")
+    namespace: dict = {}
+    exec(f"from pynamodb_counters import {', '.join(pynamodb_counters.__all__)}", namespace)
+    assert set(pynamodb_counters.__all__) <= set(namespace)
+    from pynamodb_counters.cli import main
+    from pynamodb_counters.reconcile import audit, repair
+    from pynamodb_counters.streams import count_expiries
+    from pynamodb_counters.testing import Backend, ServedMoto, assert_counters_exact
+
+    assert callable(main) and audit is pynamodb_counters.audit and repair is pynamodb_counters.repair
+    assert callable(count_expiries) and Backend and ServedMoto and assert_counters_exact
+    setup = (Path(__file__).parents[1] / "setup.cfg").read_text()
+    assert "pynamodb-counters = pynamodb_counters.cli:main" in setup
+    assert "pynamodb_counters = pynamodb_counters.pytest_plugin" in setup

@@ -19,9 +19,8 @@ from pynamodb_counters import (
     signals,
     skip_counting,
 )
-from pynamodb_counters._base import SHARD
-from pynamodb_counters._chunks import plan_chunks
-from pynamodb_counters._shards import choose_shard
+from pynamodb_counters.declare._base import SHARD
+from pynamodb_counters.declare._shards import choose_shard
 from pynamodb_counters.exceptions import (
     BulkWriteError,
     CountingBypassError,
@@ -33,6 +32,7 @@ from pynamodb_counters.exceptions import (
     TransactionError,
     TransactionTooLargeError,
 )
+from pynamodb_counters.write._chunks import plan_chunks
 from tests.client_hooks import hooked, transact_requests
 from tests.factories import bookmarks, like, likes, post, snapshot, stored, tally
 from tests.faults import LOSE_RESPONSE, RESET_BEFORE, SERVER_ERROR, THROTTLE, FaultProxy, answer

@@ -62,7 +62,7 @@ def sent() -> Iterator[List[Tuple[str, int]]]:
     def record(request: Any, **_: Any) -> None:
         calls.append(("TransactWriteItems", len(__import__("json").loads(request.body)["TransactItems"])))
 
-    from pynamodb_counters._send import transact_client
+    from pynamodb_counters.write._send import transact_client
 
     client = transact_client(Message)
     client.meta.events.register("before-send.dynamodb.TransactWriteItems", record)
@@ -543,7 +543,7 @@ def test_repair_of_conditional_and_sum_counters_sets_what_the_children_add_up_to
 
 def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_is_created_meanwhile(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pynamodb_counters import _commit
+    from pynamodb_counters.write import _commit
 
     thread()
     message(words=2).save()

@@ -16,9 +16,9 @@ from typing import Any, List
 import pytest
 
 from pynamodb_counters import audit, repair, skip_counting
-from pynamodb_counters._auditor import Auditor
 from pynamodb_counters.cli import main
 from pynamodb_counters.exceptions import InvalidArgumentError
+from pynamodb_counters.reconcile._auditor import Auditor
 from pynamodb_counters.testing.server import ServedMoto
 from tests.app_package import run, source, write_app, write_package
 from tests.factories import post, snapshot, stored

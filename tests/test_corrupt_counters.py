@@ -84,7 +84,7 @@ def test_a_sharded_counter_with_a_non_integer_shard_is_drift_and_repaired() -> N
 
 def test_reshard_of_a_non_integer_shard_is_a_clear_error_and_writes_nothing() -> None:
     from pynamodb_counters import reshard
-    from pynamodb_counters._shards import shard_key
+    from pynamodb_counters.declare._shards import shard_key
     from tests.factories import raw_client
 
     Video(pk="VIDEO#v1", sk="META").save()

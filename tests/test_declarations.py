@@ -11,7 +11,7 @@ from pynamodb.attributes import DiscriminatorAttribute, NumberAttribute, TTLAttr
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, audit, counted_by, skip_counting
-from pynamodb_counters._spec import feeders_of
+from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
 from tests.factories import raw_client, snapshot
 from tests.models import REGION

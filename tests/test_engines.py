@@ -12,9 +12,9 @@ from typing import Any, List, Sequence, Tuple
 
 import pytest
 
-from pynamodb_counters import _engines
-from pynamodb_counters._engines import Task, run, run_local, run_spark
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
+from pynamodb_counters.reconcile.export import _engines
+from pynamodb_counters.reconcile.export._engines import Task, run, run_local, run_spark
 
 # pytest-xdist's workers run a thread of their own (execnet's): forking one, Python 3.12+ warns that the fork copies
 # that thread's locks. The work here takes none of them.

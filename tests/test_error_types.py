@@ -10,7 +10,6 @@ import botocore.exceptions
 import pytest
 from pynamodb.exceptions import CancellationReason, PynamoDBException, TransactWriteError, UpdateError
 
-from pynamodb_counters._send import transact_client
 from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,
@@ -24,6 +23,7 @@ from pynamodb_counters.exceptions import (
     RetriesExhaustedError,
     TransactionError,
 )
+from pynamodb_counters.write._send import transact_client
 from tests.factories import POST, like, likes, post, snapshot, stored, tally
 from tests.models import Like, Post
 

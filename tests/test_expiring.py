@@ -29,8 +29,8 @@ from pynamodb_counters import (
     skip_counting,
     write_units,
 )
-from pynamodb_counters._expiry_rules import MARKER, MARKER_LIFETIME
-from pynamodb_counters._spec import feeders_of
+from pynamodb_counters.declare._expiry_rules import MARKER, MARKER_LIFETIME
+from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, InvalidArgumentError
 from pynamodb_counters.signals import child_removed, duplicate_rejected
 from pynamodb_counters.streams import ExpiryResult, count_expiries, not_a_marker

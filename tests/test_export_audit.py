@@ -18,8 +18,8 @@ from pynamodb.expressions.condition import size
 from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_counters import AuditReport, ExportProgress, audit, repair, skip_counting
-from pynamodb_counters._export_conditions import matcher
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
+from pynamodb_counters.reconcile.export._conditions import matcher
 from pynamodb_counters.testing import export_table, write_export
 from tests.audit_models import Answer, Cart, Line, Question, create_tables
 from tests.client_hooks import unlike_before_the_first_query

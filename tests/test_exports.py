@@ -1,5 +1,5 @@
-"""Issue 21: reading DynamoDB table exports as AWS writes them (``pynamodb_counters._exports``), from a local copy or
-from S3, and writing them for tests (:func:`pynamodb_counters.testing.export_table`).
+"""Issue 21: reading DynamoDB table exports as AWS writes them (``pynamodb_counters.reconcile.export._files``), from a
+local copy or from S3, and writing them for tests (:func:`pynamodb_counters.testing.export_table`).
 
 moto writes no manifests (see DYNAMODB_FACTS.md, "Exports"), so every export here is written by ``export_table``
 from a moto table, or by ``write_export`` from items, then read back; each bad input is planted in such an export.
@@ -23,9 +23,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from pynamodb_counters import _export_sources, _exports
-from pynamodb_counters._exports import DataFile, Export, open_export
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
+from pynamodb_counters.reconcile.export import _files, _sources
+from pynamodb_counters.reconcile.export._files import DataFile, Export, open_export
 from pynamodb_counters.testing import export_table, write_export
 from tests.factories import like, post, raw_client, stored
 from tests.models import Bookmark, Comment, Edit, Post, User
@@ -231,7 +231,7 @@ def upload(root: str, bucket: str = "exports-bucket", prefix: str = "exports/") 
 @pytest.fixture
 def fresh_clients(monkeypatch: pytest.MonkeyPatch) -> None:
     """No S3 client kept from another test (each is made once a process, from the environment of that moment)."""
-    monkeypatch.setattr(_export_sources, "_CLIENTS", {})
+    monkeypatch.setattr(_sources, "_CLIENTS", {})
 
 
 @moto
@@ -257,7 +257,7 @@ def test_the_s3_client_follows_botocores_own_configuration(tmp_path: Path, monke
     monkeypatch.setenv("MOTO_S3_CUSTOM_ENDPOINTS", endpoint)  # moto answers that endpoint in-process
     export = open_export(location)
     assert export.table == "Social"
-    assert _export_sources._CLIENTS[os.getpid()].meta.endpoint_url == endpoint
+    assert _sources._CLIENTS[os.getpid()].meta.endpoint_url == endpoint
 
 
 @moto
@@ -270,7 +270,7 @@ def test_the_s3_client_takes_the_profile_botocore_chooses(tmp_path: Path, monkey
     monkeypatch.setenv("AWS_PROFILE", "exports")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     assert open_export(location).table == "Social"
-    assert _export_sources._CLIENTS[os.getpid()].meta.region_name == "eu-west-2"
+    assert _sources._CLIENTS[os.getpid()].meta.region_name == "eu-west-2"
 
 
 @moto
@@ -286,7 +286,7 @@ def test_an_s3_export_that_cannot_be_listed_is_checked_file_by_file_as_it_is_rea
     def denied(**kwargs: Any) -> Any:
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "denied"}}, "ListObjectsV2")
 
-    _export_sources._s3_client().meta.events.register("before-call.s3.ListObjectsV2", denied)
+    _sources._s3_client().meta.events.register("before-call.s3.ListObjectsV2", denied)
     export = open_export(location)
     assert len(list(export.read(export.files[0]))) == export.files[0].items
     with pytest.raises(ExportError, match=f"s3://exports-bucket/exports/{gone.key} is listed in .*but missing"):
@@ -336,10 +336,10 @@ def test_an_s3_export_pickles_without_a_client_and_its_process_makes_one_for_eve
     location = upload(write_export(tmp_path, ITEMS, table_arn=TABLE_ARN, files=2))
     export = open_export(location)
     assert b"botocore" not in pickle.dumps(export) and pickle.loads(pickle.dumps(export)) == export
-    client = _export_sources._CLIENTS[os.getpid()]
+    client = _sources._CLIENTS[os.getpid()]
     assert sum(len(list(export.read(file))) for file in export.files) == len(ITEMS)
     open_export(location)
-    assert _export_sources._CLIENTS == {os.getpid(): client}  # made once, for this process
+    assert _sources._CLIENTS == {os.getpid(): client}  # made once, for this process
 
 
 # -- bad input ---------------------------------------------------------------------------------------------------
@@ -501,7 +501,7 @@ def test_a_line_that_is_not_an_item_is_refused_naming_the_file_and_line(exported
 
 def test_a_line_longer_than_any_item_is_refused_before_it_is_held_whole(exported: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_exports, "_LONGEST_LINE", 200_000)
+    monkeypatch.setattr(_files, "_LONGEST_LINE", 200_000)
     path = plant(exported, [b'{"Item": {"pk": {"S": "POST#0"}}}', b"x" * 300_000])
     export = open_export(str(exported))
     items = export.read(export.files[0])

@@ -30,7 +30,7 @@ from pynamodb_counters import (
     set_counter,
     skip_counting,
 )
-from pynamodb_counters._spec import feeders_of
+from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
 from tests.app_package import forget_app, run, source, write_app
 from tests.factories import post, raw_client, raw_item, raw_update, snapshot, stored

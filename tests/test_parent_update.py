@@ -1,5 +1,5 @@
 """A parent's counter Update is built once per shape through PynamoDB, then copied with another key
-(``_parent_update.parent_request``, held in ``ModelSpec.requests``). A copied request must be the very request
+(``_actions.parent_request``, held in ``ModelSpec.requests``). A copied request must be the very request
 PynamoDB would build for that key (and the suite checks every shape it holds after each test: ``conftest.py``)."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any, Iterator, List
 import pytest
 from pynamodb.models import Model
 
-from pynamodb_counters import _parent_update
-from pynamodb_counters._commit import Work
-from pynamodb_counters._plan import Plan
-from pynamodb_counters._spec import spec_of
-from pynamodb_counters._writes import Write, delete_write, save_write
+from pynamodb_counters.declare._spec import spec_of
+from pynamodb_counters.write import _actions
+from pynamodb_counters.write._commit import Work
+from pynamodb_counters.write._plan import Plan
+from pynamodb_counters.write._writes import Write, delete_write, save_write
 from tests.models import (
     Board,
     Bookmark,
@@ -77,7 +77,7 @@ def plan(writes: List[Write], token: str) -> Plan:
 def built_afresh(writes: List[Any], token: str, monkeypatch: pytest.MonkeyPatch) -> List[Any]:
     """Each write planned alone, with no shape held or kept: every Update built through PynamoDB."""
     with monkeypatch.context() as patch:
-        patch.setattr(_parent_update, "SHAPES_HELD", 0)
+        patch.setattr(_actions, "SHAPES_HELD", 0)
         forget_shapes()
         return [item for write in writes for item in plan([write], token).items]
 
@@ -99,12 +99,12 @@ def test_a_held_shape_copied_with_another_key_is_the_request_pynamodb_builds_for
 
 @pytest.mark.usefixtures("fresh_memo")
 def test_a_sum_counter_holds_a_bounded_number_of_shapes() -> None:
-    for words in range(_parent_update.SHAPES_HELD + 50):
+    for words in range(_actions.SHAPES_HELD + 50):
         message = Message(pk=f"MSG#{words}", sk="MSG", thread_id="THREAD#t", words=words)
         item = plan([save_write(message)], "tok").items[-1]
         assert item["Update"]["Key"] == {"pk": {"S": "THREAD#t"}, "sk": {"S": "META"}}
         assert {"N": str(words)} in item["Update"]["ExpressionAttributeValues"].values() or words == 0
-    assert len(spec_of(Thread).requests) == _parent_update.SHAPES_HELD
+    assert len(spec_of(Thread).requests) == _actions.SHAPES_HELD
 
 
 @pytest.mark.usefixtures("dynamodb")

@@ -10,7 +10,7 @@ import pytest
 from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_counters import Drift, audit, repair, reshard, set_counter, signals, skip_counting
-from pynamodb_counters._expiry_rules import MARKER
+from pynamodb_counters.declare._expiry_rules import MARKER
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
 from pynamodb_counters.streams import count_expiries
 from pynamodb_counters.testing import export_table

@@ -8,8 +8,10 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 from botocore.exceptions import ClientError
 
-from pynamodb_counters import RetryPolicy, _commit
-from pynamodb_counters._recoveries import (
+from pynamodb_counters import RetryPolicy
+from pynamodb_counters.exceptions import ConditionFailedError, RetriesExhaustedError
+from pynamodb_counters.write import _commit
+from pynamodb_counters.write._recoveries import (
     RECOVERIES,
     DeletedMeanwhile,
     MissingShards,
@@ -17,7 +19,6 @@ from pynamodb_counters._recoveries import (
     RollupsReturned,
     StaleBasis,
 )
-from pynamodb_counters.exceptions import ConditionFailedError, RetriesExhaustedError
 from tests.client_hooks import hooked
 from tests.factories import raw_client
 from tests.models import Clap, DailyClaps, Message, Show, Thread, Video, View

@@ -12,13 +12,13 @@ import pytest
 from botocore.stub import Stubber
 
 from pynamodb_counters import CountedTransaction, RetryPolicy, signals
-from pynamodb_counters._send import classify, transact_client
 from pynamodb_counters.exceptions import (
     ConfigurationError,
     DuplicateChildError,
     RetriesExhaustedError,
     TransactionError,
 )
+from pynamodb_counters.write._send import classify, transact_client
 from tests.factories import like
 from tests.models import Like
 

@@ -166,7 +166,7 @@ def test_parent_defaults_that_fail_or_name_other_things_write_nothing(defaults: 
 
 def _meanwhile(monkeypatch: pytest.MonkeyPatch, on_call: int, other_writer: Any) -> list:
     """Run ``other_writer`` just before the ``on_call``-th TransactWriteItems of the write under test."""
-    from pynamodb_counters import _commit
+    from pynamodb_counters.write import _commit
 
     calls: list = []
     real_send = _commit.send

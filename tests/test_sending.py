@@ -9,7 +9,7 @@ from pynamodb.models import Model
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from pynamodb_counters import CounterMixin
-from pynamodb_counters._send import transact_client
+from pynamodb_counters.write._send import transact_client
 from tests.factories import post
 from tests.models import Like, Post
 

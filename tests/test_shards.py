@@ -29,7 +29,6 @@ from pynamodb_counters import (
     set_counter,
     skip_counting,
 )
-from pynamodb_counters._send import send, transact_client
 from pynamodb_counters.exceptions import (
     ConditionFailedError,
     ConfigurationError,
@@ -38,6 +37,7 @@ from pynamodb_counters.exceptions import (
     InvalidTransactionError,
     ParentNotFoundError,
 )
+from pynamodb_counters.write._send import send, transact_client
 from tests.factories import make_video, raw_client, stored, view
 from tests.models import REGION, Fan, Report, Video, View
 
@@ -684,7 +684,7 @@ def test_growing_a_busy_parent_does_not_wait_for_it_to_hold_still(monkeypatch: p
         view(key[0], f"meanwhile{len(landed)}").save()
         return send(*args, **kwargs)
 
-    monkeypatch.setattr("pynamodb_counters._shard_items.send", like_meanwhile)
+    monkeypatch.setattr("pynamodb_counters.write._shard_items.send", like_meanwhile)
     assert reshard(Video.view_count, 8) == 1 and len(landed) == 1
     assert Video.view_count.total(key) == 1 and sorted(shard_items(key[0])) == list(range(8))
 

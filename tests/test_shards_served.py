@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from pynamodb_counters import RetryPolicy, audit, repair, reshard, signals
-from pynamodb_counters._shards import choose_shard
+from pynamodb_counters.declare._shards import choose_shard
 from pynamodb_counters.testing import assert_counters_exact
 from pynamodb_counters.testing.server import ServedMoto
 from tests import faults

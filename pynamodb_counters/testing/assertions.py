@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, List, Union
 
-from .._spec import counters_of, relations_of
-from ..attributes import CounterField
+from ..declare._attributes import CounterField
+from ..declare._relations import Relation
+from ..declare._spec import counters_of, relations_of
 from ..reconcile import AuditReport, audit
-from ..relations import Relation
 
 __all__ = ["assert_counters_exact"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from .._spec import counters_of, feeders_of, relations_of
+from ..declare._spec import counters_of, feeders_of, relations_of
 
 __all__ = ["Backend", "ExistingTableError", "related_models"]
 

@@ -27,9 +27,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 from pynamodb.models import Model
 
 from .._costs import item_bytes
-from .._export_sources import ROOT, SUMMARY
-from .._exports import FILES_MANIFEST, table_of
 from ..exceptions import InvalidArgumentError
+from ..reconcile.export._files import FILES_MANIFEST, table_of
+from ..reconcile.export._sources import ROOT, SUMMARY
 
 __all__ = ["export_table", "write_export"]
 

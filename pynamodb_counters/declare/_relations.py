@@ -1,0 +1,811 @@
+"""
+``counted_by``: the declaration that a child model is counted in a parent's :class:`CounterField`; the rules a
+declaration must pass; and what a relation's functions read of a child. Declarations only, no I/O.
+
+A relation is declared once, in the child model's class body::
+
+    class Like(CounterMixin, Model):
+        ...
+        post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"))
+
+``Like.post`` is then the immutable :class:`Relation`; ``like.post`` is the parent key of one like (no I/O).
+
+A model counting its own kind (a tree) names a counter declared earlier in the same body, or assigns the relation
+after the body (``Category.parent = counted_by(Category.subcategories, ...)``): such a relation is registered at
+first use (its model's first write, its counter's audit, a read of ``Category.parent``), with the same checks,
+and never counts before.
+
+The rules a :func:`~pynamodb_counters.counted_by` declaration must pass, refused with
+:exc:`~pynamodb_counters.exceptions.ConfigurationError` where it cannot work or would miscount: its options, when
+``counted_by()`` is called (:func:`check_options`), and its place, when a class registers it
+(:func:`check_declaration`): the mixin, a counter on a model, shards its key can carry, ``prefix=`` on a model
+with a range key, how its expiries are counted, no twin relation counting each child twice, no neighbour counted
+under an overlapping prefix. And what every counted class must hold when it is made (:func:`check_model`): no
+attribute stored under a name the library stores itself, and the relations it inherits holding for it (a
+``TTLAttribute`` a subclass adds). A relation is passed to them: :class:`Relation` calls them.
+
+What relations' functions (their key, ``when=``, ``amount=``) read of a child (:func:`read_by`), found by running
+them on a :class:`Recorder`, a stand-in that records each name read. What a counted edit, update or delete is
+conditioned on comes from it.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import types
+import weakref
+from types import CodeType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Type,
+    overload,
+)
+
+from pynamodb.attributes import Attribute, DiscriminatorAttribute
+
+from .._compat import ParentKey, holds
+from .._results import CounterChange
+from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
+from ._attributes import CounterField
+from ._base import (
+    STORED_NAMES,
+    check_feeder_id,
+    counted_classes,
+    feed_entry,
+    forget_specs,
+    note_declared,
+    require_mixin,
+    same_class,
+)
+from ._expiry_rules import check_expiries, check_inherited_expiries
+from ._shards import check_shardable, choose_shard
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = ["MAX_FEEDER", "Recorder", "Relation", "check_declaration", "check_model", "check_options",
+           "check_parent_defaults", "counted_by", "made", "read_by", "seen_by"]
+
+KeyFunction = Callable[[Any], Any]
+ChildCounter = Callable[[ParentKey], int]
+
+UNREGISTERED: Set[weakref.ReferenceType[Relation]] = set()
+"""The relations made by :func:`counted_by` that no class has registered yet: in a class body until its
+``__set_name__``, or assigned after one until first use. Held weakly (one that is dropped was never declared), in
+a plain set, so that the check made on every write while it is empty is a C-level truth test. Mutated, never
+rebound."""
+REGISTERING = threading.RLock()
+"""Held by one registration at a time, so that two threads registering one relation agree."""
+
+
+class Relation:
+    """Children of :attr:`child_model` are counted in :attr:`counter` of the parent their key names
+    (:meth:`parent_key`).
+
+    Created by :func:`counted_by`; immutable once its class is built. The per-child hooks :meth:`applies` and
+    :meth:`amount` are where conditional and sum counters plug in.
+    """
+
+    __slots__ = {
+        "counter": "The parent's counter attribute.",
+        "reads": "The child attributes declared with ``reads=``.",
+        "prefix": "The sort key prefix of the children in their parent's partition (``\"LIKE#\"``), for audits.",
+        "children": "The caller's function counting one parent's children, for layouts a prefix cannot describe.",
+        "feeder": "The stable name given as ``counted_by(..., feeder=...)``, or ``None``.",
+        "create_parent": "Whether the parent is created by its first count (a rollup: daily likes, hourly signups).",
+        "expiries": "How the expiries of a child with a ``TTLAttribute`` are counted: ``\"stream\"``, "
+                    "``\"ignored\"``, or ``None`` for a child that never expires.",
+        "declared_on": "The model class that registered the relation, ``None`` before (:attr:`child_model` raises "
+                       "then).",
+        "functions": "The functions given to :func:`counted_by`: its key, ``when=`` and ``amount=`` (``None`` where "
+                     "not given).",
+        "conditional": "Whether a child counts only while ``when=`` holds, or adds ``amount=`` rather than one: an "
+                       "audit must then read the children, not only count them.",
+        "_key": None, "_name": None, "_feed": None, "_when": None, "_amount": None, "_parent_defaults": None,
+        "__weakref__": None,
+    }
+
+    def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
+                 prefix: Optional[str] = None, children: Optional[ChildCounter] = None,
+                 when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None,
+                 create_parent: bool = False,
+                 parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
+                 feeder: Optional[str] = None, expiries: Optional[str] = None) -> None:
+        check_options(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults,
+                      feeder)
+        self.counter = counter
+        self._key = key
+        self.reads = frozenset(reads)
+        self.prefix = prefix
+        self.children = children
+        self.declared_on: Optional[Type[Model]] = None
+        self._name: Optional[str] = None
+        self._feed: Optional[Tuple[Tuple[str, str], str]] = None  # (parent and child tables, entry) once read
+        self.feeder = feeder
+        self._when = when
+        self._amount = amount
+        self.create_parent = create_parent
+        self._parent_defaults = parent_defaults
+        self.expiries = expiries
+        self.functions: Tuple[KeyFunction, Optional[Callable[[Any], bool]], Optional[Callable[[Any], int]]] = \
+            (key, when, amount)
+        self.conditional = when is not None or amount is not None
+        with REGISTERING:
+            UNREGISTERED.add(weakref.ref(self, UNREGISTERED.discard))
+
+    def __set_name__(self, owner: Type[Any], name: str) -> None:
+        """Register the relation as ``owner.name``, from ``owner``'s class body.
+
+        :raises ConfigurationError: the declaration cannot work or would miscount; then none of ``owner``'s
+          relations is registered.
+        """
+        self.register(owner, name, in_body=True)
+
+    def register(self, owner: Type[Any], name: str, in_body: bool = False) -> None:
+        """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
+        assigned after it (see ``_spec``). Any spec built before for ``owner`` or its subclasses is dropped.
+
+        :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
+          class body, none of the class's relations (the class is not made).
+        """
+        with REGISTERING:
+            if self.declared_on is owner and self._name == name:  # another thread registered it meanwhile
+                return
+            try:
+                check_declaration(self, owner, name)
+                check_feeder_id(self, owner, name)
+            except ConfigurationError:
+                if in_body:
+                    _withdraw(owner)
+                raise
+            self.declared_on = owner
+            self._name = name
+            self.counter._feeders.append(self)
+            note_declared()
+            UNREGISTERED.discard(weakref.ref(self))
+        if not in_body:
+            forget_specs(owner)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_name", None) is not None:
+            raise AttributeError("a Relation is immutable once declared")
+        object.__setattr__(self, name, value)
+
+    @overload
+    def __get__(self, instance: None, owner: Any) -> Relation: ...
+
+    @overload
+    def __get__(self, instance: Any, owner: Any) -> ParentKey: ...
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        if self.declared_on is None and owner is not None:  # assigned after the class body: register it now
+            self._register_found(owner)
+        if instance is None:
+            return self
+        return self.parent_key(instance)
+
+    def _register_found(self, owner: type) -> None:
+        """Register the relation under the name and class that hold it, ``owner`` or one of its bases."""
+        for klass in owner.__mro__:
+            for name, value in list(vars(klass).items()):
+                if value is self:
+                    self.register(klass, name)
+                    return
+
+    # -- the declaration -------------------------------------------------------------------------------------
+    @property
+    def parent_model(self) -> Type[Model]:
+        """The model that declares :attr:`counter`."""
+        model: Optional[Type[Model]] = self.counter.model
+        assert model is not None
+        return model
+
+    @property
+    def attribute(self) -> str:
+        """The counter's Python attribute name on :attr:`parent_model`."""
+        assert self.counter.name is not None
+        return self.counter.name
+
+    @property
+    def child_model(self) -> Type[Model]:
+        """The model that declares this relation."""
+        if self.declared_on is None:
+            raise ConfigurationError("this relation is not declared on a model class")
+        return self.declared_on
+
+    @property
+    def feed(self) -> str:
+        """The entry a counted write through this relation records in the parent's feeder set
+        (``like_tally<prefix=LIKE#``, see :doc:`reconciliation`): built once the class is built, and again if a
+        model's table name changes."""
+        tables = (self.parent_model.Meta.table_name, self.child_model.Meta.table_name)
+        held = self._feed
+        if held is None or held[0] != tables:
+            held = (tables, feed_entry(self))
+            object.__setattr__(self, "_feed", held)
+        return held[1]
+
+    @property
+    def name(self) -> str:
+        """The relation's attribute name on the child model."""
+        return self._name or "?"
+
+    def __repr__(self) -> str:
+        child = self.declared_on.__name__ if self.declared_on is not None else "?"
+        parent = self.counter.model.__name__ if self.counter.model is not None else "?"
+        return f"<Relation {child}.{self.name} -> {parent}.{self.counter.name or '?'}>"
+
+    def parent_defaults(self, child: Model) -> Dict[str, Any]:
+        """The attributes, by Python name, that a parent created by ``child``'s count starts with (set only where
+        absent): ``parent_defaults=(child)``, or none.
+
+        :raises ChildValueError: the function failed, or returned something other than a dict of the parent's
+          attributes.
+        """
+        if self._parent_defaults is None:
+            return {}
+        defaults: Dict[str, Any] = self._call("parent_defaults", self._parent_defaults, child)
+        check_parent_defaults(self, defaults)
+        return defaults
+
+    # -- per child -------------------------------------------------------------------------------------------
+    def applies(self, child: Model) -> bool:
+        """Whether ``child`` counts: ``when=(child)``, or always without ``when=``.
+
+        :raises ChildValueError: ``when=`` failed, or returned something other than ``True`` or ``False``.
+        """
+        if self._when is None:
+            return True
+        counts = self._call("when", self._when, child)
+        if not isinstance(counts, bool):
+            raise ChildValueError(f"{self}: when= returned {counts!r} ({type(counts).__name__}) for "
+                                  f"{type(child).__name__} {_describe(child)}; it must return True or False. "
+                                  f"Nothing was written")
+        return counts
+
+    def amount(self, child: Model) -> int:
+        """How much ``child`` adds to the counter: ``amount=(child)``, or one without ``amount=``. It may be ``0``
+        or negative; the counter keeps its floor of zero (a write that would take it below zero is refused).
+
+        :raises ChildValueError: ``amount=`` failed, or returned something other than an ``int``.
+        """
+        if self._amount is None:
+            return 1
+        value = self._call("amount", self._amount, child)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ChildValueError(f"{self}: amount= returned {value!r} ({type(value).__name__}) for "
+                                  f"{type(child).__name__} {_describe(child)}; it must return a whole number (an "
+                                  f"int). Nothing was written")
+        whole: int = value
+        return whole
+
+    def _call(self, option: str, function: Callable[[Any], Any], child: Model) -> Any:
+        """``function(child)``, the user function given as ``option=``.
+
+        :raises ChildValueError: it failed: the child cannot be counted.
+        """
+        try:
+            return function(child)
+        except Exception as error:  # a user function: any failure means the child cannot be counted
+            raise ChildValueError(f"{self}: {option}= failed on {type(child).__name__} {_describe(child)}: "
+                                  f"{error!r}; nothing was written", error) from error
+
+    def parent_key(self, child: Model) -> ParentKey:
+        """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
+
+        :raises ParentKeyError: the key function failed, or returned the wrong shape or a missing value.
+        """
+        try:
+            raw = self._key(child)
+        except Exception as error:  # a user function: any failure means the child cannot name its parent
+            raise ParentKeyError(f"{self}: the key function failed on {type(child).__name__} {_describe(child)}: "
+                                 f"{error!r}; does the child have the attributes the key needs?", error) from error
+        return normalize_key(self.parent_model, raw, _KeyFunctionOf(self))
+
+    def changes(self, child: Model, sign: int) -> List[CounterChange]:
+        """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
+        if not self.applies(child):
+            return []
+        counter = self.counter
+        shards = counter.shards
+        return [CounterChange(counter.model, self.parent_key(child), counter.name,  # type: ignore[arg-type]
+                              sign * self.amount(child), choose_shard(child, shards) if shards > 1 else 0)]
+
+    def read_attributes(self, child: Model) -> FrozenSet[str]:
+        """The child's attributes that decide what it adds to which parent: the declared ``reads`` plus those the
+        key, ``when=`` and ``amount=`` functions touch on ``child`` (detected by running them on a recording
+        proxy)."""
+        return frozenset(read_by((self,), (child,)))
+
+
+def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
+               children: Optional[ChildCounter] = None, when: Optional[Callable[[Any], bool]] = None,
+               amount: Optional[Callable[[Any], int]] = None, create_parent: bool = False,
+               parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
+               feeder: Optional[str] = None, expiries: Optional[str] = None) -> Relation:
+    """Declare, in a child model's body, that the child is counted in ``counter``.
+
+    The declaration is checked when the class is made, and refused with
+    :exc:`~pynamodb_counters.exceptions.ConfigurationError` where it would miscount: a second relation of the child
+    counting it in the same counter with the same key, ``when=`` and ``amount=`` (each save would add 2), and
+    the ``prefix=`` cases below. A relation assigned after the class body (``Category.parent = counted_by(...)``)
+    is registered, with the same checks, at its model's first use (see :doc:`modelling`).
+
+    :param counter: the parent's :class:`~pynamodb_counters.CounterField` as a class attribute
+      (``Post.like_tally``); in a model counting its own kind (a tree), a counter declared earlier in the same
+      class body (``subcategories``).
+    :param key: maps a child to its parent's key: a hash key value, or a ``(hash, range)`` tuple.
+    :param reads: the child attributes ``key``, ``when=`` and ``amount=`` read, when they cannot be detected by
+      running them (for example when they read them through another object). ``update()`` counts actions that
+      SET or REMOVE them, and refuses the others (their result is not known before sending).
+    :param prefix: for audits (:mod:`pynamodb_counters.reconcile`): the children live in their parent's partition
+      of the child model's table, with sort keys starting with ``prefix``; one strongly consistent Query counts
+      them. The child model needs a range key, and no other child model may be counted on the same parents
+      under an overlapping prefix of the same table (``LIKE#`` and ``LIKE#USER#``) unless one
+      ``DiscriminatorAttribute`` tells their items apart.
+    :param children: for audits, in other layouts: ``children(parent_key) -> int`` counts one parent's children
+      (for example with a Query on a global secondary index); with ``when=`` or ``amount=``, it gives what the
+      counter should hold (the children that count, or their sum).
+    :param when: a conditional counter: the child counts only while ``when(child)`` is ``True`` (published,
+      not soft-deleted). A child that stops or starts counting moves the counter in the same transaction as the
+      write that changed it (see :doc:`children`).
+    :param amount: a sum counter: the child adds ``amount(child)``, a whole number (``0`` and negative numbers
+      included), instead of one. The counter keeps its floor of zero: a write that would take it below zero is
+      refused with :exc:`~pynamodb_counters.exceptions.CounterUnderflowError`.
+    :param create_parent: a rollup: the parent is created by its first count (daily likes per post), with no
+      existence guard on an increment: its Update creates the item with its key, the counter and
+      ``parent_defaults``. A decrement never creates a parent; a delete of a child whose rollup is gone (expired
+      by TTL) deletes the child, and its result lists the change in ``rollups_gone`` (see :doc:`rollups`).
+    :param parent_defaults: with ``create_parent``: ``parent_defaults(child) -> {attribute: value}``, the
+      attributes a created parent starts with, set only where absent (a TTL, a label).
+    :param feeder: a stable name for the relation in its parents' feeder records (``_cfeed``, see
+      :doc:`reconciliation`), instead of the one derived from what it counts (its ``prefix=``, or its class and
+      attribute names). Give one to keep a relation's records through a change of prefix or a class renamed, or
+      to tell apart two relations that would otherwise get the same id.
+    :param expiries: required of a child whose model has a ``TTLAttribute`` (DynamoDB deletes it by itself, outside
+      any transaction): ``"stream"``, its expiries are taken off by
+      :func:`pynamodb_counters.streams.count_expiries` on the table's stream; ``"ignored"``, knowingly not (the
+      counter keeps counting expired children until a repair). See :doc:`expiring`.
+    """
+    return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults, feeder,
+                    expiries)
+
+
+def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
+    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
+    source in errors (formatted only then).
+
+    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
+    """
+    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(key) == (2 if model._range_keyname else 1) and None not in key:  # type: ignore[attr-defined]
+        return key  # the usual case, checked without building names for an error
+    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
+    if len(key) != len(names):
+        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
+        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
+    for name, value in zip(names, key):
+        if value is None:
+            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
+                                 f"attributes the key needs?")
+    return key
+
+
+def _withdraw(owner: type) -> None:
+    """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
+    for value in vars(owner).values():
+        if isinstance(value, Relation):
+            UNREGISTERED.discard(weakref.ref(value))
+            if value.declared_on is owner:
+                feeders = value.counter._feeders
+                feeders[:] = [feeder for feeder in feeders if feeder is not value]
+
+
+def _describe(child: Any) -> str:
+    try:
+        return repr(child._get_keys())
+    except Exception:
+        return "(key unreadable)"
+
+
+class _KeyFunctionOf:
+    """Names a relation's key function in errors, formatting the relation only when an error needs it."""
+
+    __slots__ = ("relation",)
+
+    def __init__(self, relation: Relation) -> None:
+        self.relation = relation
+
+    def __str__(self) -> str:
+        return f"{self.relation}: the key function"
+
+
+MAX_FEEDER = 100
+"""The longest ``feeder=`` name: it is stored on every parent the relation feeds."""
+
+
+def check_options(counter: Any, key: Any, reads: Iterable[str], prefix: Optional[str], children: Any, when: Any,
+                  amount: Any, create_parent: Any, parent_defaults: Any, feeder: Any) -> None:
+    """Refuse the options of a :func:`~pynamodb_counters.counted_by` call that cannot work.
+
+    :raises ConfigurationError: naming the option and what it takes.
+    """
+    if not isinstance(counter, CounterField):
+        raise ConfigurationError(
+            f"counted_by() needs a parent's CounterField, such as Post.like_tally; got {counter!r}"
+        )
+    if not callable(key):
+        raise ConfigurationError(f"counted_by(key=...) must be a callable mapping a child to its parent's key; "
+                                 f"got {key!r}")
+    if isinstance(reads, str):
+        raise ConfigurationError("counted_by(reads=...) takes a sequence of attribute names, not a string")
+    if prefix is not None and (not isinstance(prefix, str) or not prefix):
+        raise ConfigurationError(f"counted_by(prefix=...) is a non-empty sort key prefix such as 'LIKE#', "
+                                 f"not {prefix!r}\n"
+                                 f"It says the children are the items of their parent's partition whose sort keys "
+                                 f"start with it. Children stored elsewhere are counted for audits with "
+                                 f"children=... (a function of the parent's key).")
+    if children is not None and not callable(children):
+        raise ConfigurationError(f"counted_by(children=...) must be a callable counting a parent's children, "
+                                 f"not {children!r}")
+    if prefix is not None and children is not None:
+        raise ConfigurationError("counted_by() takes prefix= or children=, not both")
+    if when is not None and not callable(when):
+        raise ConfigurationError(f"counted_by(when=...) must be a callable saying whether a child counts, such "
+                                 f"as lambda comment: comment.status == 'published'; got {when!r}")
+    if amount is not None and not callable(amount):
+        raise ConfigurationError(f"counted_by(amount=...) must be a callable giving the whole number a child "
+                                 f"adds, such as lambda comment: comment.words; got {amount!r}")
+    if counter.shards > 1 and counter.model is not None:  # else a counter of the body being run: at __set_name__
+        check_shardable(counter.model, counter)
+    if feeder is not None and not (isinstance(feeder, str) and feeder.strip() == feeder
+                                   and 0 < len(feeder) <= MAX_FEEDER):
+        raise ConfigurationError(f"counted_by(feeder=...) is a short stable name, not {feeder!r}\n"
+                                 f"It names the relation in its parents' feeder records, such as 'reactions': 1 to "
+                                 f"{MAX_FEEDER} characters, no surrounding spaces.")
+    if not isinstance(create_parent, bool):
+        raise ConfigurationError(f"counted_by(create_parent=...) is True or False, not {create_parent!r}")
+    if parent_defaults is not None and not (create_parent and callable(parent_defaults)):
+        raise ConfigurationError("counted_by(parent_defaults=...) is a function of the child giving the "
+                                 "attributes a parent created by its first count starts with; it needs "
+                                 "create_parent=True")
+    if create_parent and counter.shards > 1:
+        raise ConfigurationError(f"counted_by({counter!r}, create_parent=True): a parent created by its first "
+                                 f"count cannot have a sharded counter (its shard items would not exist)")
+
+
+def check_parent_defaults(relation: Any, defaults: Any) -> None:
+    """Refuse what a relation's ``parent_defaults=`` returned for a child, unless it is a dict of the parent's
+    attributes (not its counters, not its key) by name, each holding a value the attribute can hold.
+
+    :raises ChildValueError: naming what is wrong; nothing was written.
+    """
+    model = relation.parent_model
+    attributes = model.get_attributes()
+    if not isinstance(defaults, dict) or not all(name in attributes and not isinstance(attributes[name],
+                                                                                          CounterField)
+                                                 for name in defaults):
+        raise ChildValueError(f"{relation}: parent_defaults= returned {defaults!r}; it must return a dict of "
+                              f"{model.__name__}'s attributes (not its counters) by name. Nothing "
+                              f"was written")
+    for name, value in defaults.items():
+        if name in (model._hash_keyname, model._range_keyname):
+            raise ChildValueError(f"{relation}: parent_defaults= names {model.__name__}.{name}, part of its key: "
+                                  f"the key comes from key=, the defaults from the other attributes. Nothing "
+                                  f"was written")
+        if value is not None and not holds(attributes[name], value):
+            raise ChildValueError(f"{relation}: parent_defaults= gave {name}={value!r}, which "
+                                  f"{model.__name__}.{name} ({type(attributes[name]).__name__}) cannot hold. "
+                                  f"Nothing was written")
+
+
+def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
+    """Refuse to declare the relation as ``owner.name`` where it would miscount. PynamoDB may not have processed
+    ``owner`` yet (in its class body): its attributes are read from its namespace and its bases.
+
+    :raises ConfigurationError: the relation is declared already, ``owner`` lacks the mixin, ``owner`` would
+      miscount whatever it declares (:func:`check_model`), the counter is on no model, a sharded counter of
+      ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with no range key, ``owner`` or a
+      subclass made already has a ``TTLAttribute`` and the relation does not say how its expiries are counted,
+      another relation of ``owner`` already counts it the same way in the same counter, or another child model's
+      items are under an overlapping prefix of the same table with nothing to tell them apart.
+    """
+    where = f"{owner.__name__}.{name} = counted_by(...)"
+    if relation.declared_on is not None:
+        raise ConfigurationError(f"one relation cannot be declared twice ({relation} and {owner.__name__}.{name})")
+    require_mixin(owner, where)
+    check_model(owner, type(relation))
+    counter = relation.counter
+    if counter.model is None:
+        raise ConfigurationError(f"{where}: its CounterField is not declared on a model class\n"
+                                 f"Declare the counter on the parent model first; a model counting its own kind "
+                                 f"declares it in its class body, before the relation.")
+    attributes = _declared_attributes(owner)
+    if counter.shards > 1 and counter.model is owner:
+        check_shardable(owner, counter, next((a for a in attributes.values() if a.is_hash_key), None))
+    if relation.prefix is not None and not any(attribute.is_range_key for attribute in attributes.values()):
+        raise ConfigurationError(
+            f"{owner.__name__}.{name} = counted_by(..., prefix={relation.prefix!r}): {owner.__name__} has no range "
+            f"key (sort key)\n"
+            f"prefix= says the children are the items of their parent's partition whose sort keys start with it.\n"
+            f"Give {owner.__name__} a range key (an attribute with range_key=True), or count its children for audits "
+            f"with children=... instead.")
+    check_expiries(owner, where, relation.expiries)
+    for subclass in _made_subclasses(owner):  # a relation registered after them (assigned after the body)
+        check_inherited_expiries(subclass, owner, where, _counter_of(relation), relation.expiries)
+    _check_twins(relation, owner, name)
+    if relation.prefix is not None:
+        _check_neighbours(relation, owner, name, attributes)
+
+
+def check_model(owner: Type[Any], kind: Type[Any]) -> None:
+    """Refuse ``owner``, a counted class, where it would miscount: an attribute of it, its own or inherited, stored
+    under a name the library stores on items itself (``_base.STORED_NAMES``, whatever its Python name), or a
+    relation (an instance of ``kind``) it inherits that does not say how the expiries of its items are counted.
+    Checked as the class is made (``CounterMixin.__init_subclass__``), and before the first relation of its body
+    registers (:func:`check_declaration`), so a class refused registers none. Its attributes are read from its
+    namespace and its bases' (PynamoDB has not processed it yet).
+
+    :raises ConfigurationError: naming the attribute, or the inherited relation and where to declare what.
+    """
+    for name, attribute in _declared_attributes(owner).items():
+        stored = attribute.attr_name or name  # as PynamoDB names it, before its __set_name__ in a body being run
+        if stored in STORED_NAMES:
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} is stored as {stored!r}, a name pynamodb-counters stores on "
+                f"items itself\n"
+                f"Counted writes, audits and count_expiries would take it for the library's own (a write id, a "
+                f"sequence, feeder records, a shard, an expiry marker) and write over it.\n"
+                f"Give the attribute another attr_name; the library stores {', '.join(STORED_NAMES)}.")
+    for klass in owner.__mro__[1:]:
+        for name, relation in vars(klass).items():
+            if isinstance(relation, kind) and relation.declared_on is klass:
+                check_inherited_expiries(owner, klass, f"{klass.__name__}.{name} = counted_by(...)",
+                                         _counter_of(relation), relation.expiries)
+
+
+def _made_subclasses(model: type) -> Iterator[type]:
+    """Every subclass of ``model`` that PynamoDB has processed, each once."""
+    seen = set()
+    pending = list(model.__subclasses__())
+    while pending:
+        klass = pending.pop()
+        if klass not in seen:
+            seen.add(klass)
+            pending.extend(klass.__subclasses__())
+            if made(klass):
+                yield klass
+
+
+def _counter_of(relation: Any) -> str:
+    """The counter a relation counts into, as ``Parent.counter``."""
+    return f"{relation.parent_model.__name__}.{relation.attribute}"
+
+
+def _check_twins(relation: Any, owner: Type[Any], name: str) -> None:
+    """Refuse a second relation of ``owner`` (its own or inherited) counting each child in the same counter
+    the same way (the same key, ``when=`` and ``amount=``): every write would count the child twice."""
+    counter = relation.counter
+    for klass in owner.__mro__:
+        for other in vars(klass).values():
+            if isinstance(other, type(relation)) and other is not relation and other.declared_on is klass \
+                    and other.counter is counter and _same_functions(relation.functions, other.functions):
+                raise ConfigurationError(
+                    f"{owner.__name__}.{name} and {klass.__name__}.{other.name} both count each "
+                    f"{owner.__name__} in {_counter_of(relation)} with the same key, when= and amount=\n"
+                    f"Every save would add 2 for one child. Remove one of them. Two relations to one counter are for "
+                    f"two parents of one child,\neach named by its own key (a transfer counted on its sender's and "
+                    f"its recipient's transfer_count: key=lambda t: t.sender and key=lambda t: t.recipient).")
+
+def _check_neighbours(relation: Any, owner: Type[Any], name: str, attributes: Dict[str, Attribute[Any]]
+                      ) -> None:
+    """Refuse ``prefix=`` where another child model's relation already counts the items of the same table under
+    an overlapping prefix, in the partitions of the same parents, and nothing (one discriminator) tells the
+    two models' items apart: an audit of either counter would count both."""
+    prefix, table = relation.prefix, _table_of(owner)
+    assert prefix is not None
+    discriminator = _discriminator_of(attributes)
+    for other in _registered_in(type(relation), table):
+        model, other_prefix = other.child_model, other.prefix
+        if other_prefix is None or not (prefix.startswith(other_prefix) or other_prefix.startswith(prefix)) \
+                or model is owner or same_class(model, owner) \
+                or not _same_partitions(relation.parent_model, other.parent_model):
+            continue
+        if discriminator is not None and discriminator is _discriminator_of(_declared_attributes(model)):
+            continue
+        raise ConfigurationError(
+            f"{owner.__name__}.{name} = counted_by(..., prefix={prefix!r}) overlaps {model.__name__}.{other.name} = "
+            f"counted_by(..., prefix={other_prefix!r})\n"
+            f"{model.__name__}.{other.name} already counts {model.__name__} items of table {table} in the partitions "
+            f"of the same parents,\nand nothing tells a {owner.__name__} item from a {model.__name__} item: an audit "
+            f"of either counter would count both.\n"
+            f"Give them distinct prefixes, neither starting with the other (such as 'LIKE#' and 'REACTION#'), put "
+            f"one DiscriminatorAttribute on a common base of both models,\nor count them for audits with "
+            f"children=... instead of prefix=.")
+
+
+def _registered_in(kind: Type[Any], table: Optional[str]) -> Iterator[Any]:
+    """Every relation (an instance of ``kind``) registered on a model of ``table``."""
+    for klass in counted_classes():
+        if _table_of(klass) == table and made(klass):
+            for value in vars(klass).values():
+                if isinstance(value, kind) and value.declared_on is klass:
+                    yield value
+
+
+def made(klass: type) -> bool:
+    """Whether PynamoDB's metaclass has processed ``klass``: not a class whose body was refused, or is being run."""
+    return "_attributes" in vars(klass)
+
+
+def _declared_attributes(model: type) -> Dict[str, Attribute[Any]]:
+    """``model``'s attributes by Python name, read from its namespace and its bases' (PynamoDB has not processed
+    a class whose body is being run)."""
+    found: Dict[str, Attribute[Any]] = {}
+    for klass in reversed(model.__mro__):
+        found.update((name, value) for name, value in vars(klass).items() if isinstance(value, Attribute))
+    return found
+
+
+def _discriminator_of(attributes: Dict[str, Attribute[Any]]) -> Optional[Attribute[Any]]:
+    return next((value for value in attributes.values() if isinstance(value, DiscriminatorAttribute)), None)
+
+
+def _table_of(model: type) -> Optional[str]:
+    return getattr(getattr(model, "Meta", None), "table_name", None)
+
+
+def _same_partitions(one: Any, other: Any) -> bool:
+    """Whether two parent models' items may share partitions: one model (or a subclass, or the same class defined
+    twice), or classes of one polymorphic table (a common discriminator)."""
+    if one is other or issubclass(one, other) or issubclass(other, one) or same_class(one, other):
+        return True
+    discriminator = _discriminator_of(_declared_attributes(one))
+    return discriminator is not None and discriminator is _discriminator_of(_declared_attributes(other))
+
+
+def _same_functions(one: Sequence[Optional[Callable[..., Any]]], other: Sequence[Optional[Callable[..., Any]]]
+                    ) -> bool:
+    """Whether two relations' functions (key, ``when=``, ``amount=``) are the same, pair by pair."""
+    return all(_same_function(mine, theirs) for mine, theirs in zip(one, other))
+
+
+def _same_function(one: Optional[Callable[..., Any]], other: Optional[Callable[..., Any]]) -> bool:
+    """Whether two user functions (or ``None``) are one, or the same code over the same values (a lambda written
+    twice, a factory's function made twice with the same arguments)."""
+    if one is other:
+        return True
+    code, other_code = getattr(one, "__code__", None), getattr(other, "__code__", None)
+    if not isinstance(code, CodeType) or not isinstance(other_code, CodeType):
+        return False
+    return _code_shape(code) == _code_shape(other_code) \
+        and getattr(one, "__globals__", None) is getattr(other, "__globals__", None) \
+        and _same_values(_bound_values(one), _bound_values(other))
+
+
+def _code_shape(code: CodeType) -> Any:
+    """What a function's code does, without where it was written (lines, names of its arguments)."""
+    constants = tuple(_code_shape(value) if isinstance(value, CodeType) else (type(value), value)
+                      for value in code.co_consts)
+    return code.co_code, code.co_names, code.co_argcount, code.co_kwonlyargcount, constants
+
+
+_EMPTY = object()
+
+
+def _bound_values(function: Any) -> List[Any]:
+    """The values a function carries besides its code: its closure's cells and its defaults."""
+    cells = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            cells.append(_EMPTY)
+    defaults = getattr(function, "__defaults__", None) or ()
+    keywords = sorted((getattr(function, "__kwdefaults__", None) or {}).items())
+    return [*cells, *defaults, *keywords]
+
+
+def _same_values(one: List[Any], other: List[Any]) -> bool:
+    if len(one) != len(other):
+        return False
+    for value, other_value in zip(one, other):
+        try:
+            if value is not other_value and not bool(value == other_value):
+                return False
+        except Exception:  # a value without a plain equality (a PynamoDB attribute gives a condition): not the same
+            return False
+    return True
+
+
+def read_by(relations: Iterable[Any], states: Iterable[Any]) -> Set[str]:
+    """The attributes (Python names) that decide what a child adds to which parent, in any of ``states`` (the
+    child's instances): each relation's declared ``reads``, plus those its key, ``when=`` and ``amount=``
+    functions touch on each state (found by running them on a :class:`Recorder`; a function that fails on one
+    counts what it read before failing: parent_key() and the rest report the real failure)."""
+    states = tuple(states)
+    names: Set[str] = set()
+    for relation in relations:
+        names.update(relation.reads)
+        for state in states:
+            recorder = Recorder(state)
+            for function in relation.functions:
+                if function is None:
+                    continue
+                try:
+                    function(recorder)
+                except Exception:  # detection is best effort
+                    pass
+            attributes = state.get_attributes()
+            names.update(name for name in seen_by(recorder) if name in attributes)
+    return names
+
+
+class Recorder:
+    """Stands in for a child and records the names read from it, passing each read on to the child.
+
+    A read of a property, a ``functools.cached_property`` or a method of the child's own model classes runs it
+    on the recorder, so that the attributes it reads are recorded too. The recorder reaches its own state
+    through its slot descriptors, never by name: a child attribute of any name (``seen``, ``_target``...) is
+    recorded like any other."""
+
+    __slots__ = ("_recorder_target", "_recorder_seen")
+
+    def __init__(self, target: Any) -> None:
+        _TARGET.__set__(self, target)
+        _SEEN.__set__(self, set())
+
+    def __getattribute__(self, name: str) -> Any:
+        _SEEN.__get__(self).add(name)
+        target = _TARGET.__get__(self)
+        followed = _followed(type(target), name)
+        if followed is None:
+            return getattr(target, name)
+        if isinstance(followed, property):
+            return followed.fget(self)  # type: ignore[misc]
+        if isinstance(followed, functools.cached_property):
+            return followed.func(self)
+        return types.MethodType(followed, self)
+
+
+_TARGET = Recorder.__dict__["_recorder_target"]
+_SEEN = Recorder.__dict__["_recorder_seen"]
+_FOLLOWED: Dict[Tuple[type, str], Any] = {}
+
+
+def seen_by(recorder: Recorder) -> Set[str]:
+    """The names read from ``recorder``."""
+    seen: Set[str] = _SEEN.__get__(recorder)
+    return seen
+
+
+def _followed(model: type, name: str) -> Any:
+    """What a recorder runs itself for a read of ``name`` on an instance of ``model``: a property (with a getter),
+    a cached property or a plain function, defined on one of the user's model classes (not on PynamoDB's or this
+    library's), whose own reads then reach the recorder; ``None`` for anything else."""
+    try:
+        return _FOLLOWED[(model, name)]
+    except KeyError:
+        pass
+    found = None
+    for klass in model.__mro__:
+        if name in klass.__dict__:
+            value = klass.__dict__[name]
+            own = klass.__module__.split(".")[0] not in ("pynamodb", "pynamodb_counters", "builtins")
+            if own and ((isinstance(value, property) and value.fget is not None) or
+                        isinstance(value, (functools.cached_property, types.FunctionType))):
+                found = value
+            break
+    _FOLLOWED[(model, name)] = found
+    return found

@@ -1,0 +1,243 @@
+"""
+One :class:`ModelSpec` per model: what the library needs to know of a model's declarations, built once and held
+on the class, and carried by each of its writes (:attr:`~pynamodb_counters.write._writes.Write.spec`): the write path
+reads it as plain attributes, never asking the declarations again.
+
+Declarations only, no I/O. A model's counters and relations are fixed once its class is built (PynamoDB fills in
+a class's attributes after the ``__set_name__`` calls, so the spec is built on first use, not at declaration),
+but for a relation assigned after a class body (a tree, ``Category.parent = counted_by(Category.subcategories,
+...)``): it is registered when a spec of its model is built, or when its counter's feeders are asked for, and
+any spec built before it is dropped. The relations feeding a counter are held on the counter itself, since child
+models may be declared (and imported) after their parent.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from pynamodb.attributes import Attribute
+from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
+
+from .._compat import discriminator_of, key_attributes
+from ..exceptions import ConfigurationError
+from ._attributes import CounterField
+from ._base import (
+    FEED_SEPARATOR,
+    SPEC_HELD,
+    CountedBase,
+    counted_classes,
+    declared,
+    feeder_clash,
+    feeder_id,
+    legacy_feeder_id,
+    same_class,
+)
+from ._relations import REGISTERING, UNREGISTERED, Relation, made
+
+__all__ = ["ModelSpec", "all_relations", "check_feeder_ids", "counters_of", "feeders_of", "foreign_feeds",
+           "relations_of", "shard_count", "spec_of"]
+
+_SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model's counting declarations.
+
+    :ivar counters: its :class:`~pynamodb_counters.CounterField` attributes by Python name.
+    :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
+    :ivar fragile: the attributes whose value on an instance may load otherwise once stored (those with a
+      ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
+    :ivar shards: how many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none
+      is sharded).
+    :ivar keys: its hash key attribute, then its range key attribute if it has one.
+    :ivar discriminator: its ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``.
+    :ivar counted: whether the library writes its items: it has counters, or relations counting it.
+    :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
+      counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
+      the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
+      with the declarations.
+    """
+
+    counters: Dict[str, CounterField]
+    relations: Tuple[Relation, ...]
+    fragile: Tuple[str, ...] = ()
+    shards: int = 1
+    keys: Tuple[Attribute[Any], ...] = ()
+    discriminator: Any = None  # a DiscriminatorAttribute, typed Any: a descriptor's annotation types its value
+    requests: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    counted: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counted", bool(self.relations or self.counters))
+
+
+_UNCOUNTED = ModelSpec({}, ())
+
+
+def spec_of(model: type) -> ModelSpec:
+    """``model``'s spec, built on first use and then held on the class (a model without the mixin has none:
+    it counts nothing).
+
+    :raises ConfigurationError: a relation's ``reads=`` names attributes the model does not have, or a relation
+      assigned after a class body cannot be registered (see :meth:`Relation.__set_name__`).
+    """
+    spec: Optional[ModelSpec] = model.__dict__.get(SPEC_HELD)  # its own, never a base's: a subclass may add relations
+    if spec is None or (UNREGISTERED and undeclared_in(model)):  # a set's truth test: no call while it is empty
+        if not issubclass(model, CountedBase):
+            return _UNCOUNTED
+        spec = _build(model)
+        setattr(model, SPEC_HELD, spec)
+    return spec
+
+
+def _build(model: Any) -> ModelSpec:
+    attributes = model.get_attributes()
+    counters = {name: attr for name, attr in attributes.items() if isinstance(attr, CounterField)}
+    relations: List[Relation] = []
+    for klass in reversed(model.__mro__):  # base classes first: declaration order
+        declare_found(klass)
+        relations.extend(value for value in vars(klass).values()
+                         if isinstance(value, Relation) and value not in relations)
+    for relation in relations:
+        check_feeder_ids(relation.counter)  # relations declared apart may have come to share an id since
+        unknown = relation.reads - set(attributes)
+        if unknown:
+            raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of {model.__name__}")
+    fragile = tuple(name for name, attribute in attributes.items()
+                    if attribute.default is not None or attribute.attr_type in _SET_TYPES)
+    shards = max((counter.shards for counter in counters.values()), default=1)
+    keys = tuple(key_attributes(model)) if model._hash_keyname is not None else ()  # PynamoDB allows a keyless one
+    return ModelSpec(counters, tuple(relations), fragile, shards, keys, discriminator_of(model))
+
+
+def counters_of(model: type) -> Dict[str, CounterField]:
+    """``model``'s counter attributes by Python name."""
+    return spec_of(model).counters
+
+
+def relations_of(model: type) -> Tuple[Relation, ...]:
+    """Every relation that counts ``model``'s instances, inherited ones included, in declaration order."""
+    return spec_of(model).relations
+
+
+def shard_count(model: type) -> int:
+    """How many shard slots ``model``'s items need: the largest ``shards`` of its counters (``1`` when none is
+    sharded)."""
+    return spec_of(model).shards
+
+
+def feeders_of(counter: CounterField) -> Tuple[Relation, ...]:
+    """Every relation declared so far that counts into ``counter``, those assigned after a class body included.
+
+    :raises ConfigurationError: one of those cannot be registered.
+    """
+    declare_feeders(counter)
+    return tuple(counter._feeders)
+
+
+def check_feeder_ids(counter: CounterField) -> None:
+    """Refuse two loaded relations that feed ``counter`` under one feeder id, unless they count the same items
+    (one class defined twice).
+
+    :raises ConfigurationError: an audit could not tell their parents apart: one of them needs ``feeder=``.
+    """
+    seen: Dict[str, Relation] = {}
+    for relation in feeders_of(counter):
+        other = seen.setdefault(feeder_id(relation), relation)
+        if other is not relation and not same_class(other.child_model, relation.child_model):
+            raise feeder_clash(relation, relation.child_model, relation.name, other)
+
+
+def all_relations() -> List[List[Relation]]:
+    """Every relation of the counted models loaded, grouped by counter."""
+    groups: Dict[int, List[Relation]] = {}
+    for model in counted_classes():
+        for value in vars(model).values():
+            if isinstance(value, Relation) and value.name != "?":
+                counter = value.counter
+                groups.setdefault(id(counter), list(feeders_of(counter)))
+    return list(groups.values())
+
+
+# -- relations assigned after a class body, registered at first use -------------------------------------------
+def declare_found(klass: type) -> None:
+    """Register each relation that ``klass``'s own namespace holds but no class body declared (one assigned after
+    the body).
+
+    :raises ConfigurationError: one cannot be registered, or one relation is held under a second name.
+    """
+    for name, value in list(vars(klass).items()):
+        if not isinstance(value, Relation):
+            continue
+        if value.declared_on is None:
+            value.register(klass, name)
+        elif value.declared_on is not klass or value.name != name:
+            raise ConfigurationError(f"one relation cannot be declared twice ({value} and {klass.__name__}.{name})")
+
+
+def undeclared_in(model: type) -> bool:
+    """Whether ``model`` or a base of it holds a relation assigned after its class body and not registered yet
+    (looked for only while some relation is unregistered)."""
+    if not UNREGISTERED:
+        return False
+    return any(isinstance(value, Relation) and weakref.ref(value) in UNREGISTERED for klass in model.__mro__
+               for value in vars(klass).values())
+
+
+def declare_feeders(counter: CounterField) -> None:
+    """Register each relation feeding ``counter`` that was assigned after a class body and is not registered yet.
+
+    :raises ConfigurationError: one cannot be registered.
+    """
+    if not UNREGISTERED:
+        return
+    with REGISTERING:
+        pending = [relation for relation in (ref() for ref in list(UNREGISTERED))
+                   if relation is not None and relation.counter is counter]
+    for relation in pending:
+        for klass in counted_classes():
+            if made(klass):
+                for name, value in list(vars(klass).items()):
+                    if value is relation:
+                        relation.register(klass, name)
+
+
+_FOREIGN = "_pynamodb_counters_foreign"  # on a model class: (relations declared, table, its foreign feeds)
+
+
+def foreign_feeds(model: type) -> Dict[str, Relation]:
+    """The feeder entries (``_cfeed``) that mark an item of ``model``'s table as another model's, with the relation
+    that records each: the entries of the relations counting into models stored in the same table, outside
+    ``model``'s class hierarchy. Empty where ``model`` has a discriminator (its guard tells items apart) or
+    shares its table with no other parent model."""
+    held = model.__dict__.get(_FOREIGN)
+    table = model.Meta.table_name  # type: ignore[attr-defined]
+    if held is not None and held[0] == declared() and held[1] == table:
+        found: Dict[str, Relation] = held[2]
+        return found
+    found = {}
+    if getattr(model, "_discriminator", None) is None:
+        relations = [relation for group in all_relations() for relation in group]
+        own = {entry for relation in relations if _same_model(relation.parent_model, model)
+               for entry in _entries(relation)}
+        for relation in relations:
+            other = relation.parent_model
+            if other.Meta.table_name == table and not _same_model(other, model):
+                found.update((entry, relation) for entry in _entries(relation) if entry not in own)
+    setattr(model, _FOREIGN, (declared(), table, found))
+    return found
+
+
+def _entries(relation: Relation) -> Tuple[str, str]:
+    """The feeder entries a counted write through ``relation`` records, or recorded before feeder ids named what
+    the audit counts (``module:Child.relation``)."""
+    entry = relation.feed
+    return entry, f"{entry.partition(FEED_SEPARATOR)[0]}{FEED_SEPARATOR}{legacy_feeder_id(relation)}"
+
+
+def _same_model(one: type, other: type) -> bool:
+    """Whether two models store the same items: one is the other's subclass or base, or they are one class
+    defined twice (a module imported again, a factory called again)."""
+    return issubclass(one, other) or issubclass(other, one) or same_class(one, other)

@@ -1,0 +1,137 @@
+"""
+PynamoDB conditions evaluated on one raw item of a table export (DynamoDB typed JSON: ``{"pk": {"S": ...}, ...}``)
+as DynamoDB evaluates them in the live audit's filters: a parent model's ``audit_filter()`` (its Scan) and, in a
+polymorphic model, the discriminator of the classes a relation counts (its Query). Pure, no I/O. (A relation's
+``when=`` is a function of the loaded child, not a condition: ``_counts`` calls it.)
+
+:func:`matcher` turns a PynamoDB condition into a function of a raw item, once; the function runs on every item of
+the export. A condition that cannot be evaluated on an item alone (a nested path, ``size()``, a comparison of two
+attributes) is refused when the matcher is made, not when it runs.
+"""
+from __future__ import annotations
+
+import base64
+from decimal import Decimal
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from pynamodb.expressions.condition import (
+    And,
+    BeginsWith,
+    Between,
+    Comparison,
+    Condition,
+    Contains,
+    Exists,
+    In,
+    IsType,
+    Not,
+    NotExists,
+    Or,
+)
+from pynamodb.expressions.operand import Path, Value
+
+from ...exceptions import ExportError
+
+__all__ = ["Item", "matcher"]
+
+Item = Dict[str, Any]
+"""One raw item, as an export's data file holds it: ``{"pk": {"S": "POST#a91f"}, "likes": {"N": "3"}, ...}``."""
+
+
+def matcher(condition: Condition, what: str) -> Callable[[Item], bool]:
+    """A function telling whether a raw item meets ``condition`` (a PynamoDB condition), as DynamoDB would.
+
+    :raises ExportError: a condition this cannot evaluate on an item (a nested path, ``size()``), naming ``what``.
+    """
+    if isinstance(condition, (And, Or)):
+        first, second = (matcher(part, what) for part in condition.values)
+        if isinstance(condition, And):
+            return lambda item: first(item) and second(item)
+        return lambda item: first(item) or second(item)
+    if isinstance(condition, Not):
+        inner = matcher(condition.values[0], what)
+        return lambda item: not inner(item)
+    name = _name(condition.values[0], what)
+    operands = [_operand(value, what) for value in condition.values[1:]]
+    if isinstance(condition, Exists):
+        return lambda item: name in item
+    if isinstance(condition, NotExists):
+        return lambda item: name not in item
+    if isinstance(condition, IsType):
+        kind = operands[0][1]
+        return lambda item: name in item and next(iter(item[name])) == kind
+    if isinstance(condition, BeginsWith):
+        prefix = operands[0]
+        return lambda item: _begins(_typed(item.get(name)), prefix)
+    if isinstance(condition, Contains):
+        part = operands[0]
+        return lambda item: _contains(item.get(name), part)
+    if isinstance(condition, Between):
+        low, high = operands
+        return lambda item: _compare(item.get(name), low, ">=") and _compare(item.get(name), high, "<=")
+    if isinstance(condition, In):
+        return lambda item: any(_compare(item.get(name), each, "=") for each in operands)
+    if isinstance(condition, Comparison):
+        operator, value = condition.operator, operands[0]
+        return lambda item: _compare(item.get(name), value, operator)
+    raise ExportError(f"{what} is a condition ({condition}) that cannot be evaluated on an exported item here")
+
+
+def _name(operand: Any, what: str) -> str:
+    if isinstance(operand, Path) and len(operand.path) == 1 and "[" not in operand.path[0]:
+        return str(operand.path[0])
+    raise ExportError(f"{what} reads {operand}: only top-level attributes can be matched on an exported item")
+
+
+def _operand(operand: Any, what: str) -> Tuple[str, Any]:
+    if isinstance(operand, Value):
+        return _typed(operand.value)  # type: ignore[return-value]
+    raise ExportError(f"{what} compares with {operand}: only values can be compared on an exported item")
+
+
+def _typed(value: Optional[Dict[str, Any]]) -> Optional[Tuple[str, Any]]:
+    """A raw typed value as (type, comparable value): numbers as Decimal, binary as bytes, sets as frozensets."""
+    if not value:
+        return None
+    kind, raw = next(iter(value.items()))
+    if kind == "N":
+        return kind, Decimal(raw)
+    if kind == "B":
+        return kind, base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)
+    if kind == "NS":
+        return kind, frozenset(Decimal(each) for each in raw)
+    if kind in ("SS", "BS"):
+        return kind, frozenset(raw)
+    return kind, raw
+
+
+def _compare(stored: Optional[Dict[str, Any]], value: Tuple[str, Any], operator: str) -> bool:
+    found = _typed(stored)
+    if found is None or found[0] != value[0]:
+        return operator == "<>" and found is not None  # DynamoDB: <> holds between values of different types
+    mine, theirs = found[1], value[1]
+    if operator == "=":
+        return bool(mine == theirs)
+    if operator == "<>":
+        return bool(mine != theirs)
+    if value[0] not in ("S", "N", "B"):
+        return False
+    return bool({"<": mine < theirs, "<=": mine <= theirs, ">": mine > theirs, ">=": mine >= theirs}[operator])
+
+
+def _begins(found: Optional[Tuple[str, Any]], prefix: Tuple[str, Any]) -> bool:
+    return found is not None and found[0] == prefix[0] and found[0] in ("S", "B") and found[1].startswith(prefix[1])
+
+
+def _contains(stored: Optional[Dict[str, Any]], part: Tuple[str, Any]) -> bool:
+    found = _typed(stored)
+    if found is None:
+        return False
+    kind, value = found
+    if kind == "S" and part[0] == "S":
+        return bool(part[1] in value)
+    if kind in ("SS", "NS", "BS"):
+        return bool(part[1] in value)
+    if kind == "L":
+        return any(_typed(each) == part for each in value)
+    return False

@@ -1,0 +1,80 @@
+"""
+A counted child deleted by DynamoDB's TTL, as one write of the commit: :func:`expiry_write` makes it from the
+stream record's image, and :class:`ExpiryMarker` is its own action in the transaction that takes its counts off:
+instead of deleting the child (DynamoDB has), it creates the record's marker (``_expiry_rules``), create-only, so
+that the record is taken off once. No I/O; :func:`expiry_write` records on the instance the item it is counted
+from, and the marker's expiry is read off the clock.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Dict, Optional
+
+from .._compat import ItemId, key_of
+from ..declare._base import WRITE_ID
+from ..declare._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
+from ..declare._spec import spec_of
+from ..exceptions import ConditionFailedError, CounterError, DuplicateChildError
+from ._actions import CHECK_FAILED, Cancellation, ChildAction
+from ._deltas import Counting
+from ._stored import remember
+from ._writes import Write, WriteKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = ["ExpiryMarker", "expiry_write"]
+
+
+def expiry_write(instance: Model, item: Dict[str, Any], event: str) -> Write:
+    """The write that takes off the counts of ``instance``, loaded from ``item`` (the stream record's old image),
+    deleted by TTL, as stream record ``event`` says."""
+    remember(instance, item)  # what it is counted from
+    return Write(WriteKind.EXPIRY, type(instance), spec_of(type(instance)), key_of(instance), instance, event=event)
+
+
+class ExpiryMarker(ChildAction):
+    """An expired child's own action: the create-only Put of its stream record's marker, in the child's table,
+    which expires itself two days later through the child's ``TTLAttribute``. Found stored, the record was taken
+    off before (a batch delivered again): :class:`~pynamodb_counters.exceptions.DuplicateChildError`."""
+
+    verb = "Put"
+    relearns = False
+
+    def __init__(self, index: int, write: Write, counting: Counting, where: Optional[ItemId] = None,
+                 now: Optional[float] = None) -> None:
+        super().__init__(index, write, counting, where)
+        assert write.event is not None
+        self.key_item = marker_key(self.model, write.event)
+        values = [next(iter(value.values())) for value in self.key_item.values()]
+        self.where = (self.model.Meta.table_name, values[0], values[1] if len(values) > 1 else None)
+        self.expires = int(now if now is not None else time.time()) + MARKER_LIFETIME
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.__name__} {self.key!r} (expired, stream record {self.write.event})"
+
+    def request(self, token: str) -> Dict[str, Any]:
+        ttl = ttl_attribute(self.model)
+        assert ttl is not None
+        item = dict(self.key_item)
+        item[MARKER] = {"S": self.model.Meta.table_name}
+        item[ttl.attr_name] = {"N": str(self.expires)}
+        item[WRITE_ID] = {"S": token}
+        return {"TableName": self.model.Meta.table_name, "Item": item,
+                "ConditionExpression": "attribute_not_exists(#k)",
+                "ExpressionAttributeNames": {"#k": next(iter(self.key_item))},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
+    def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        return None  # the child is gone
+
+    def own(self, said: Cancellation, token: str) -> bool:
+        return said.code == CHECK_FAILED and (said.item or {}).get(WRITE_ID) == {"S": token}
+
+    def failed(self, said: Cancellation) -> CounterError:
+        if said.item and MARKER in said.item:
+            return DuplicateChildError(f"the expiry of {self.label} was taken off already; it was not counted "
+                                       f"again", said.error, raw_item=said.item, **self.about(said))
+        return ConditionFailedError(f"the marker key of {self.label} holds an item the library did not write; "
+                                    f"nothing was written", said.error, **self.about(said))
