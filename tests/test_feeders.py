@@ -284,44 +284,32 @@ def box_model() -> Any:
     return Crate
 
 
-def test_two_classes_of_one_name_in_two_modules_feeding_one_counter_are_refused_when_declared() -> None:
-    box = box_model()
-
+def item_of(box: Any, module: str) -> Any:
+    """A class ``Item`` of ``module`` counted into ``box.items`` by a ``children=`` function (no ``prefix=``)."""
     class Item(CounterMixin, Model):
-        __module__ = "app.likes"
+        __module__ = module
         class Meta:
             table_name = "Crates"
             region = "us-east-1"
         user_id = UnicodeAttribute(hash_key=True)
         crate_id = UnicodeAttribute()
         crate = counted_by(box.items, key=lambda i: i.crate_id, children=lambda key: 0)
+    return Item
 
+
+def test_two_classes_of_one_name_in_two_modules_feeding_one_counter_are_refused_when_declared() -> None:
+    box = box_model()
+    item_of(box, "app.likes")
     with refused(r"app.legacy.Item.crate and app.likes.Item.crate feed .* feeder id 'relation=Item.crate'.*feeder="):
-        class Item(CounterMixin, Model):  # type: ignore[no-redef]  # noqa: F811
-            __module__ = "app.legacy"
-            class Meta:
-                table_name = "Crates"
-                region = "us-east-1"
-            user_id = UnicodeAttribute(hash_key=True)
-            crate_id = UnicodeAttribute()
-            crate = counted_by(box.items, key=lambda i: i.crate_id, children=lambda key: 0)
+        item_of(box, "app.legacy")
     assert [relation.child_model.__module__ for relation in feeders_of(box.items)] == ["app.likes"]
 
 
 def test_two_feeders_that_come_to_share_an_identity_are_refused_at_the_first_counted_write() -> None:
     box = box_model()
-    made = []
-    for _ in range(2):  # a factory: one class defined twice, then each moved to a module of its own
-        class Item(CounterMixin, Model):
-            class Meta:
-                table_name = "Crates"
-                region = "us-east-1"
-            user_id = UnicodeAttribute(hash_key=True)
-            crate_id = UnicodeAttribute()
-            crate = counted_by(box.items, key=lambda i: i.crate_id, children=lambda key: 0)
-        made.append(Item)
+    made = [item_of(box, "app.factory") for _ in range(2)]  # one class defined twice...
     for n, item in enumerate(made):
-        item.__module__ = f"app.module{n}"
+        item.__module__ = f"app.module{n}"  # ...then each moved to a module of its own
     box(user_id="C1").save()
     before = snapshot()
     for item in made:
