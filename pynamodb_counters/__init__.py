@@ -11,7 +11,7 @@ signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_
 from . import exceptions, signals
 from ._costs import item_bytes, read_units, write_units
 from ._results import CounterChange, WriteResult
-from .bulk import BulkResult, ChildOutcome, bulk_delete, bulk_save, bulk_write
+from .bulk import BulkOperation, BulkResult, ChildOutcome, ChildStatus, bulk_delete, bulk_save, bulk_write
 from .declare._attributes import CounterField
 from .declare._base import MAX_SHARDS
 from .declare._relations import Relation, counted_by
@@ -39,8 +39,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuditReport",
+    "BulkOperation",
     "BulkResult",
     "ChildOutcome",
+    "ChildStatus",
     "CountedTransaction",
     "CounterChange",
     "CounterField",

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from enum import Enum
 from itertools import chain
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -50,7 +51,7 @@ from .exceptions import (
 )
 from .signals import limit_rejected, send_safely
 from .write._actions import Action, ChildAction, ChildEdit, RollupCheck
-from .write._chunks import Entry, plan_chunks
+from .write._chunks import BulkOperation, Entry, plan_chunks
 from .write._commit import Refused, Work, commit, policy_for
 from .write._deltas import Counting, names_parents
 from .write._plan import MAX_ACTIONS
@@ -60,27 +61,46 @@ from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
 from .write._stored import remember
 from .write._writes import Write, delete_write, save_write
 
-__all__ = ["BulkResult", "ChildOutcome", "bulk_delete", "bulk_save", "bulk_write"]
+__all__ = ["BulkOperation", "BulkResult", "ChildOutcome", "ChildStatus", "bulk_delete", "bulk_save", "bulk_write"]
+
+
+class ChildStatus(str, Enum):
+    """What happened to one child of a bulk write (:attr:`ChildOutcome.status`). Each equals its text
+    (``ChildStatus.ADDED == "added"``): ``outcome.status == "added"`` holds, as it did when statuses were
+    strings."""
+
+    ADDED = "added"
+    """A new child, saved and counted."""
+    CHANGED = "changed"
+    """A stored child saved again, its counts following the change."""
+    REMOVED = "removed"
+    """Deleted and uncounted."""
+    REJECTED = "rejected"
+    """DynamoDB refused it: ``error`` says why, nothing was written for it; with several refusals, the one a
+    single write of this child would raise."""
+    FAILED = "failed"
+    """Its transaction failed: ``error`` is a :class:`~pynamodb_counters.exceptions.TransactionError`, a
+    :class:`~pynamodb_counters.exceptions.RetriesExhaustedError`, whose ``ambiguous`` says whether its
+    transaction may have landed, or the :class:`~pynamodb_counters.exceptions.BulkWriteError` that stopped the
+    call while its transaction was in flight."""
+    UNSENT = "unsent"
+    """Only in a :class:`~pynamodb_counters.exceptions.BulkWriteError`'s ``result``: the call stopped before its
+    chunk was sent; nothing was written for it."""
 
 
 @dataclass(frozen=True)
 class ChildOutcome:
     """What happened to one child of a bulk write.
 
-    :ivar operation: ``"save"`` or ``"delete"``.
-    :ivar status: ``"added"`` (a new child), ``"changed"`` (a stored child saved again, its counts following the
-      change), ``"removed"``, ``"rejected"`` (DynamoDB refused it: ``error`` says why, nothing
-      was written for it; with several refusals, the one a single write of this child would raise), ``"failed"``
-      (``error`` is a :class:`~pynamodb_counters.exceptions.TransactionError`, a
-      :class:`~pynamodb_counters.exceptions.RetriesExhaustedError`, whose ``ambiguous`` says whether its
-      transaction may have landed, or the :class:`BulkWriteError` that stopped the call while its transaction
-      was in flight) or ``"unsent"`` (only in :attr:`BulkWriteError.result`: the call stopped before its chunk
-      was sent; nothing was written for it).
+    :ivar operation: an :class:`~pynamodb_counters.BulkOperation`: ``"save"`` or ``"delete"`` (each member equals
+      its text).
+    :ivar status: a :class:`~pynamodb_counters.ChildStatus`: ``"added"``, ``"changed"``, ``"removed"``,
+      ``"rejected"``, ``"failed"`` or ``"unsent"`` (each member equals its text).
     """
 
     instance: Model
-    operation: str
-    status: str
+    operation: BulkOperation
+    status: ChildStatus
     error: Optional[CounterError] = None
 
 
@@ -101,38 +121,38 @@ class BulkResult:
     results: Tuple[WriteResult, ...]
     requests: int
 
-    def _with(self, *statuses: str) -> List[ChildOutcome]:
+    def _with(self, *statuses: ChildStatus) -> List[ChildOutcome]:
         return [o for o in self.outcomes if o.status in statuses]
 
     @property
     def added(self) -> List[Model]:
         """The children saved and counted."""
-        return [o.instance for o in self._with("added")]
+        return [o.instance for o in self._with(ChildStatus.ADDED)]
 
     @property
     def changed(self) -> List[Model]:
         """The stored children saved again, their counts following the change (see :doc:`children`)."""
-        return [o.instance for o in self._with("changed")]
+        return [o.instance for o in self._with(ChildStatus.CHANGED)]
 
     @property
     def removed(self) -> List[Model]:
         """The children deleted and uncounted."""
-        return [o.instance for o in self._with("removed")]
+        return [o.instance for o in self._with(ChildStatus.REMOVED)]
 
     @property
     def rejected(self) -> List[ChildOutcome]:
         """The children DynamoDB refused (duplicates, missing children or parents, underflows)."""
-        return self._with("rejected")
+        return self._with(ChildStatus.REJECTED)
 
     @property
     def failed(self) -> List[ChildOutcome]:
         """The children whose transaction failed for another reason."""
-        return self._with("failed")
+        return self._with(ChildStatus.FAILED)
 
     @property
     def unsent(self) -> List[ChildOutcome]:
         """The children never sent because the call stopped (only in :attr:`BulkWriteError.result`)."""
-        return self._with("unsent")
+        return self._with(ChildStatus.UNSENT)
 
     @property
     def consumed_capacity(self) -> Tuple[Any, ...]:
@@ -181,7 +201,7 @@ def bulk_write(saves: Iterable[Model] = (), deletes: Iterable[Model] = (), *, re
     """
     if not 2 <= max_actions <= MAX_ACTIONS:
         raise InvalidArgumentError(f"max_actions is between 2 and {MAX_ACTIONS}, not {max_actions}")
-    operations = [("save", child) for child in saves] + [("delete", child) for child in deletes]
+    operations = [(BulkOperation.SAVE, child) for child in saves] + [(BulkOperation.DELETE, child) for child in deletes]
     progress = _Progress()
     operations = [_as_stored(position, operation, child, progress)
                   for position, (operation, child) in enumerate(operations)]
@@ -206,42 +226,43 @@ class _Progress:
     def count_request(self) -> None:
         self.requests += 1
 
-    def decide(self, entries: Iterable[Entry], status: str, error: Optional[CounterError] = None) -> None:
+    def decide(self, entries: Iterable[Entry], status: ChildStatus, error: Optional[CounterError] = None) -> None:
         for position, operation, child in entries:
             self.outcomes[position] = ChildOutcome(child, operation, status, error)
 
-    def result(self, operations: Sequence[Tuple[str, Model]]) -> BulkResult:
+    def result(self, operations: Sequence[Tuple[BulkOperation, Model]]) -> BulkResult:
         return BulkResult(tuple(self.outcomes[n] for n in range(len(operations))), tuple(self.results),
                           self.requests)
 
 
-def _stopped(unexpected: Exception, operations: Sequence[Tuple[str, Model]], chunk: List[Entry],
+def _stopped(unexpected: Exception, operations: Sequence[Tuple[BulkOperation, Model]], chunk: List[Entry],
              later: List[List[Entry]], progress: _Progress) -> BulkWriteError:
     """The error that reports what a bulk write had done when ``unexpected`` stopped it in ``chunk``."""
     error = BulkWriteError(f"bulk_write stopped: {unexpected!r} while sending a transaction of {len(chunk)} "
                            f"children, which may or may not have committed; {len(progress.results)} transactions "
                            f"had committed before it (see error.result)", unexpected)
-    progress.decide([entry for entry in chunk if entry[0] not in progress.outcomes], "failed", error)
-    progress.decide([entry for entry in chain.from_iterable(later)], "unsent")
+    progress.decide([entry for entry in chunk if entry[0] not in progress.outcomes], ChildStatus.FAILED, error)
+    progress.decide([entry for entry in chain.from_iterable(later)], ChildStatus.UNSENT)
     error.result = progress.result(operations)
     return error
 
 
-def _as_stored(position: int, operation: str, child: Model, progress: _Progress) -> Tuple[str, Model]:
+def _as_stored(position: int, operation: BulkOperation, child: Model, progress: _Progress
+               ) -> Tuple[BulkOperation, Model]:
     """A delete of a child that cannot name its parents (built from its key alone) learns the stored child (one
     strongly consistent GetItem), as a load would; an absent one is refused here, nothing sent."""
     model = type(child)
-    if operation != "delete" or not relations_of(model) or names_parents(model, child, -1):
+    if operation is not BulkOperation.DELETE or not relations_of(model) or names_parents(model, child, -1):
         return operation, child
     try:
         remember(child, stored_child(model, child).item)
     except MissingChildError as error:
-        progress.decide([(position, operation, child)], "rejected", error)
+        progress.decide([(position, operation, child)], ChildStatus.REJECTED, error)
     return operation, child
 
 
 def _writes(entries: Sequence[Entry]) -> List[Write]:
-    return [(save_write if operation == "save" else delete_write)(child) for _, operation, child in entries]
+    return [(save_write if operation is BulkOperation.SAVE else delete_write)(child) for _, operation, child in entries]
 
 
 def _planned(entries: List[Entry], max_actions: int) -> List[Write]:
@@ -279,12 +300,13 @@ def _write_chunk(chunk: List[Entry], first: List[Write], retry: Optional[RetryPo
                 for part in (pending[:half], pending[half:]):
                     _write_chunk(part, _writes(part), retry, progress)
                 return
-            progress.decide(pending, "failed", failure)
+            progress.decide(pending, ChildStatus.FAILED, failure)
             return
         if not isinstance(outcome, Refused):  # committed (now, or on an attempt whose response was lost)
             progress.results.append(outcome.result)
             for entry, action in zip(pending, outcome.plan.children):
-                status = "changed" if isinstance(action, ChildEdit) else "added" if entry[1] == "save" else "removed"
+                status = ChildStatus.CHANGED if isinstance(action, ChildEdit) else \
+                    ChildStatus.ADDED if entry[1] is BulkOperation.SAVE else ChildStatus.REMOVED
                 progress.decide([entry], status)
             return
         blamed = _blame(pending, outcome)
@@ -294,12 +316,13 @@ def _write_chunk(chunk: List[Entry], first: List[Write], retry: Optional[RetryPo
             writes = _writes(pending)
             continue
         if not blamed:  # nothing to drop: the refusal is not any child's
-            progress.decide(pending, "failed", outcome.error)
+            progress.decide(pending, ChildStatus.FAILED, outcome.error)
             return
         for entry in pending:
             if entry[0] in blamed:
                 error = blamed[entry[0]]
-                progress.decide([entry], "rejected" if isinstance(error, CountedWriteError) else "failed", error)
+                status = ChildStatus.REJECTED if isinstance(error, CountedWriteError) else ChildStatus.FAILED
+                progress.decide([entry], status, error)
                 if isinstance(error, LimitExceededError):
                     send_safely(limit_rejected, type(entry[2]), instance=entry[2], error=error)
         pending = [entry for entry in pending if entry[0] not in blamed]

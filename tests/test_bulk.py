@@ -356,3 +356,21 @@ def test_a_missing_child_of_a_missing_post_is_parent_not_found_in_bulk_as_alone(
     assert outcomes["LIKE#USER#1POST#here"].status == "removed"
     assert type(outcomes["LIKE#USER#4POST#here"].error) is MissingChildError
     assert tally("POST#here") == likes("POST#here") == 0
+
+
+# -- kinds and statuses: enums that still equal their text ----------------------------------------------------------
+@pytest.mark.usefixtures("dynamodb")
+def test_outcomes_carry_enums_that_equal_their_text() -> None:
+    from pynamodb_counters.bulk import BulkOperation, ChildStatus
+
+    post("POST#a")
+    like(1, "POST#a").save()
+    result = bulk_write(saves=[like(1, "POST#a"), like(2, "POST#a")], deletes=[like(3, "POST#a")])
+    first, second, third = result.outcomes
+    assert (first.operation, first.status) == (BulkOperation.SAVE, ChildStatus.REJECTED)
+    assert (second.operation, second.status) == (BulkOperation.SAVE, ChildStatus.ADDED)
+    assert (third.operation, third.status) == (BulkOperation.DELETE, ChildStatus.REJECTED)
+    assert (second.operation, second.status) == ("save", "added") and third.operation == "delete"  # as text
+    assert second.status in ("added", "changed") and {second.status: 1}["added"] == 1  # hashed as its text
+    assert [status.value for status in ChildStatus] == ["added", "changed", "removed", "rejected", "failed", "unsent"]
+    assert [operation.value for operation in BulkOperation] == ["save", "delete"]

@@ -4,6 +4,7 @@ actions, children of the same parents together so that their deltas merge into o
 """
 from __future__ import annotations
 
+from enum import Enum
 from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple
 
 from pynamodb.attributes import Attribute
@@ -16,14 +17,25 @@ from ..exceptions import CountingBypassError, InvalidTransactionError, Transacti
 from ._deltas import counting_of, decide
 from ._writes import Write, WriteKind, delete_write, save_write
 
-__all__ = ["Entry", "plan_chunks"]
-
-Entry = Tuple[int, str, Model]
-"""One child of a bulk write: its input position, ``"save"`` or ``"delete"``, and the child."""
+__all__ = ["BulkOperation", "Entry", "plan_chunks"]
 
 
-def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip: AbstractSet[int] = frozenset()
-                ) -> List[List[Entry]]:
+class BulkOperation(str, Enum):
+    """What a bulk write does with a child (:attr:`~pynamodb_counters.ChildOutcome.operation`); each equals its
+    text (``BulkOperation.SAVE == "save"``)."""
+
+    SAVE = "save"
+    """Saved and counted: a create, or an edit of the stored child, its counts following the change."""
+    DELETE = "delete"
+    """Deleted and uncounted."""
+
+
+Entry = Tuple[int, BulkOperation, Model]
+"""One child of a bulk write: its input position, its operation, and the child."""
+
+
+def plan_chunks(operations: Sequence[Tuple[BulkOperation, Model]], max_actions: int,
+                skip: AbstractSet[int] = frozenset()) -> List[List[Entry]]:
     """Group operations into chunks of at most ``max_actions`` actions (each child's own actions, its shard
     items included, plus one per distinct parent item), children of the same parents next to each other so their
     deltas merge. The operations at the positions in ``skip`` are left out.
@@ -38,7 +50,7 @@ def plan_chunks(operations: Sequence[Tuple[str, Model]], max_actions: int, skip:
         model = type(child)
         if not relations_of(model):
             raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
-        write = save_write(child) if operation == "save" else delete_write(child)
+        write = save_write(child) if operation == BulkOperation.SAVE else delete_write(child)
         own = item_id(model, key_of(child))
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
