@@ -53,7 +53,7 @@ from .signals import limit_rejected, send_safely
 from .write._actions import Action, ChildAction, ChildEdit, RollupCheck
 from .write._chunks import BulkOperation, Entry, plan_chunks
 from .write._commit import Refused, Work, commit, policy_for
-from .write._deltas import Counting, names_parents
+from .write._deltas import Decision, names_parents
 from .write._plan import MAX_ACTIONS
 from .write._reads import stored_child
 from .write._recoveries import most_fundamental
@@ -340,9 +340,9 @@ def _blame(pending: List[Entry], refusal: Refused) -> Dict[int, CounterError]:
     A limit is admission control, exactly: of the children adding to a full (or nearly full) parent, those that
     fit in the room the stored count leaves are kept, in input order, and only the others are refused
     (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
-    countings: List[Counting] = [counting for counting in refusal.countings if counting is not None]
+    countings: List[Decision] = [decision for decision in refusal.plan.decisions if decision is not None]
 
-    def counted_into(action: Action, counting: Counting) -> bool:
+    def counted_into(action: Action, counting: Decision) -> bool:
         return any(c.parent is action.model and c.key == action.key and c.shard == action.shard
                    for c in counting.deltas.changes) or \
             (isinstance(action, RollupCheck) and (action.model, action.key) in counting.gone)
@@ -365,12 +365,12 @@ def _blame(pending: List[Entry], refusal: Refused) -> Dict[int, CounterError]:
     return {n: most_fundamental(found) for n, found in errors.items()}
 
 
-def _admitted(parent: Action, error: LimitExceededError, pending: List[Entry], countings: List[Counting]
+def _admitted(parent: Action, error: LimitExceededError, pending: List[Entry], countings: List[Decision]
               ) -> Set[int]:
     """The children, by input position, that fit in the room a limited parent has: every child taking from the
     counter, and, in input order, each one adding to it while the room (the limit, less the stored count, plus
     what the others take) lasts."""
-    def delta(counting: Counting) -> int:
+    def delta(counting: Decision) -> int:
         return sum(c.delta for c in counting.deltas.changes
                    if c.parent is parent.model and c.key == parent.key and c.attribute == error.attribute)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import ALL_OLD
 from pynamodb.expressions.condition import Condition
@@ -71,9 +71,9 @@ from ..exceptions import (
 )
 from ._conditions import created_parent_condition, parent_condition, pending_fold, pending_fold_message, within_limit
 from ._context import counting_skipped
-from ._deltas import Counting, Deltas
+from ._deltas import Decision, Deltas
 from ._items import count_of, stored_of
-from ._stored import Stored, as_loaded
+from ._stored import Stored
 from ._writes import Write, WriteKind, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -189,7 +189,7 @@ class ChildAction(Action):
 
     :ivar index: the position of its write in the transaction.
     :ivar write: the caller's write.
-    :ivar counting: what it is counted from in this attempt.
+    :ivar decision: what its write was decided as in this attempt (the stored child it counts from, and more).
     :ivar counted: its counter changes in this attempt.
     :raises InvalidArgumentError: the child's own key is too long for DynamoDB.
     """
@@ -198,7 +198,7 @@ class ChildAction(Action):
     """Whether a refusal that returns the stored item teaches what the write is counted from (not for an expiry:
     it is counted from the stream's image, and its refusal returns its marker)."""
 
-    def __init__(self, index: int, write: Write, counting: Counting, where: Optional[ItemId] = None) -> None:
+    def __init__(self, index: int, write: Write, decision: Decision, where: Optional[ItemId] = None) -> None:
         super().__init__(write.model, write.key, where)
         wrong = oversized_key(self.where[1:])
         if wrong is not None:
@@ -206,8 +206,8 @@ class ChildAction(Action):
                                        f"DynamoDB: {wrong}. Nothing was written")
         self.index = index
         self.write = write
-        self.counting = counting
-        self.counted: Deltas = counting.deltas
+        self.decision = decision
+        self.counted: Deltas = decision.deltas
         assert write.instance is not None
         self.instance: Model = write.instance
 
@@ -267,17 +267,17 @@ class ChildEdit(ChildAction):
     verb = "Update"
 
     def request(self, token: str) -> Dict[str, Any]:
-        basis = self.counting.basis
+        basis = self.decision.basis
         assert basis is not None
         if self.write.kind is WriteKind.UPDATE:
-            assert self.counting.after is not None
+            assert self.decision.after is not None
             request: Dict[str, Any] = pynamodb_view(self.instance).get_update_kwargs_from_instance(
-                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis, self.counting.after.view),
+                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis, self.decision.after.view),
                 return_values_on_condition_failure=ALL_OLD, add_version_condition=self.write.add_version_condition)
             return request
-        loaded = self.counting.loaded  # as decided; a plan made without deciding builds it
-        condition = self.condition(basis, as_loaded(self.instance, self.write.spec) if loaded is None else loaded,
-                                   self.instance)
+        loaded = self.decision.loaded
+        assert loaded is not None
+        condition = self.condition(basis, loaded, self.instance)
         actions = [*parent_save_actions(self.instance, self.write.spec), EDITED_BY.set(token)]
         version = saved_version(self.instance, actions)  # as save() writes it: the local version plus one
         if version is not None and self.write.add_version_condition:
@@ -285,8 +285,8 @@ class ChildEdit(ChildAction):
         return key_request(self.model, self.key, condition=condition, actions=actions)
 
     def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-        if self.counting.after is not None:  # an update: its stored result, NULLs and all
-            return self.counting.after.item
+        if self.decision.after is not None:  # an update: its stored result, NULLs and all
+            return self.decision.after.item
         return super().stored_after(request)
 
     def own(self, said: Cancellation, token: str) -> bool:
@@ -308,7 +308,7 @@ class ChildDelete(ChildAction):
     verb = "Delete"
 
     def request(self, token: str) -> Dict[str, Any]:
-        basis = self.counting.basis
+        basis = self.decision.basis
         assert basis is not None
         condition = self.condition(basis, self.instance)
         if self.write.with_shards and self.write.spec.counters:  # only the shard items it deletes with it
@@ -341,7 +341,8 @@ SHAPES_HELD = 256
 
 
 class ParentUpdate(Action):
-    """A parent item's counter Update, gathering every change counted into it in one transaction.
+    """A parent item's counter Update, gathering every change counted into it in one transaction: made once, with
+    every change merged (the plan gathers them first), and never changed after.
 
     :ivar deltas: the change per counter (Python name).
     :ivar fed_by: the feeder entries of the relations that fed it.
@@ -357,8 +358,10 @@ class ParentUpdate(Action):
 
     verb = "Update"
 
-    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
-                 relation: Relation, spec: ModelSpec) -> None:
+    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId, relation: Relation,
+                 spec: ModelSpec, deltas: Dict[str, int], fed_by: AbstractSet[str], *, rollup: bool, creates: bool,
+                 defaults: Optional[Dict[str, Any]] = None, absent: bool = False,
+                 merged: Optional[Write] = None) -> None:
         super().__init__(model, key, where)
         wrong = oversized_key(where[1:])
         if wrong is not None:
@@ -366,13 +369,13 @@ class ParentUpdate(Action):
                                  f"DynamoDB cannot store: {wrong} ({str(key)[:80]}...). Nothing was written")
         self.spec = spec
         self.shard = shard
-        self.deltas: Dict[str, int] = {}
-        self.fed_by: Set[str] = set()
-        self.rollup = True
-        self.creates = True
-        self.defaults: Optional[Dict[str, Any]] = None
-        self.absent = False
-        self.merged: Optional[Write] = None
+        self.deltas = dict(deltas)
+        self.fed_by = frozenset(fed_by)
+        self.rollup = rollup
+        self.creates = creates
+        self.defaults = defaults
+        self.absent = absent
+        self.merged = merged
         self.relation = relation
 
     def request(self, token: str) -> Dict[str, Any]:

@@ -57,12 +57,13 @@ def plan_chunks(operations: Sequence[Tuple[BulkOperation, Model]], max_actions: 
         seen.add(own)
         counting = counting_of(write)
         assert counting is not None
-        changes = decide(write, counting).changes
+        decision = decide(write, counting)
+        changes = decision.deltas.changes
         parents = tuple(sorted({item_id(c.parent, shard_key(c.key, c.shard)) for c in changes}, key=repr))
         # a limit held by the parent takes one increment per transaction: such a parent is never shared in a chunk
         single = frozenset(item_id(c.parent, c.key) for c in changes
                            if c.delta > 0 and isinstance(counters_of(c.parent)[c.attribute].limit, Attribute))
-        size = _own_actions(write, counting.basis is None)
+        size = _own_actions(write, decision.basis is None)
         if size + len(parents) > max_actions:
             raise TransactionTooLargeError(
                 f"{model.__name__} {own[1:]} needs {size + len(parents)} actions ({size} of its own, its shard "

@@ -3,22 +3,28 @@ The commit: the one path by which every counted write reaches DynamoDB, for ``sa
 ``update()``, :class:`~pynamodb_counters.CountedTransaction` and bulk writes alike.
 
 It is a unit of work (:class:`Work`): the writes are the caller's, frozen; what each counted write is counted from
-(its stored child, the rollups found gone), the token and the attempts are the commit's own, kept here and never
-on the writes. Its loop:
+(its stored child, the rollups found gone), which writes are left out, the token and the attempts are the
+commit's own, kept here and never on the writes. The unit of work is their one owner: it alone assigns them,
+deciding returns a frozen ``_deltas.Decision`` and a recovery returns the next ``_recoveries.Attempt``. Its loop:
 
 1. read what a write needs and does not know (the stored child of a key-only delete or of an update of an
-   instance never loaded: one strongly consistent GetItem);
-2. decide each counted write's changes (``_deltas.decide``) and plan the transaction (``_plan``);
+   instance never loaded: one strongly consistent GetItem), and take it as what the write is counted from;
+2. decide each counted write's changes from what it is counted from (``_deltas.decide``) and plan the
+   transaction (``_plan``), leaving out the writes left out;
 3. send it (``_send``, retries of transient failures included);
-4. committed: report and signal (:func:`finish`). Refused: ask each recovery (``_recoveries``) whether it applies,
-   apply those that do and go back to 2; when none does, the refusal stands (:class:`Refused`).
+4. committed: report and signal (:func:`finish`). Refused: ask each recovery (``_recoveries``) in turn, each
+   from what the one before returned; where any applied, take the attempt the last returned and go back to 2.
+   Where none did, send the refusal's signals and ask the recoveries that answer a refusal that stands: a bulk
+   write's (its refused children left out) or an expiry batch's (the expiries taken off already left out); where
+   one applies, take its attempt as a new transaction and go back to 2; else the refusal stands (:class:`Refused`).
 
-A refusal is returned, not raised: a single write raises its most fundamental error, a bulk write drops the
-refused children and commits the rest.
+A refusal is returned, not raised: a single write raises its most fundamental error, a bulk write reports the
+children left out (``on_left_out``) as they are.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Callable, List, NoReturn, Optional, Sequence, Tuple, Union
 
 from .._results import CounterChange, WriteResult
@@ -40,11 +46,12 @@ from ..signals import (
     send_safely,
 )
 from ._actions import Action, ChildAction, ChildEdit
-from ._deltas import Counting, counting_of, decide, names_parents
+from ._deltas import counting_of, decide, names_parents
 from ._plan import Plan, plan
 from ._reads import stored_child
 from ._recoveries import (
     RECOVERIES,
+    Attempt,
     Recovery,
     Round,
     explain,
@@ -52,13 +59,13 @@ from ._recoveries import (
     next_token,
     proven,
     refusal_of,
-    standing,
+    standing_refused,
 )
 from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
 from ._stored import Stored, forget, remember
 from ._writes import Write, WriteKind
 
-__all__ = ["Done", "Refused", "Work", "commit", "policy_for"]
+__all__ = ["Done", "Refused", "Work", "commit", "commit_in_part", "policy_for"]
 
 
 @dataclass(frozen=True)
@@ -75,14 +82,12 @@ class Refused:
     (``limit_rejected`` waits for :meth:`raise_error`, or for the bulk write that knows which children it
     refuses).
 
-    :ivar plan: the plan of the refused attempt.
-    :ivar refused: each refused action, with its error.
-    :ivar countings: what each write was counted from in that attempt (``None`` for one that counts nothing).
+    :ivar plan: the plan of the refused attempt (with what each write was decided as).
+    :ivar refused: each refused action whose error stands, with it.
     """
 
     plan: Plan
     refused: List[Tuple[Action, CounterError]]
-    countings: Tuple[Optional[Counting], ...]
 
     @property
     def error(self) -> CounterError:
@@ -100,56 +105,101 @@ class Refused:
 
 
 class Work:
-    """The unit of work of one transaction: the caller's writes, and the commit's own state across attempts.
+    """The unit of work of one transaction: the caller's writes, and the commit's own state across attempts, which
+    only it assigns.
 
     :ivar writes: the caller's writes, as asked.
-    :ivar countings: what each counted write is counted from (``None`` for one that counts nothing).
+    :ivar attempt: what the next attempt counts from: each counted write's counting, and the writes left out.
     :ivar token: the ``ClientRequestToken`` of the next attempt.
-    :ivar requests: the requests the earlier rounds made: they count against the retry policy's attempts.
-    :ivar lost: whether an earlier round had an attempt whose response was lost.
-    :ivar used: the once-only recoveries applied.
+    :ivar requests: the requests the earlier rounds of this transaction made: they count against the retry
+      policy's attempts.
+    :ivar lost: whether an earlier round of this transaction had an attempt whose response was lost.
+    :ivar used: the once-only recoveries applied to this transaction.
+    :ivar applied: how many times each recovery applied, in every transaction of the commit.
     """
 
     def __init__(self, writes: Sequence[Write], token: str) -> None:
         self.writes = tuple(writes)
-        self.countings: Tuple[Optional[Counting], ...] = tuple(counting_of(write) for write in self.writes)
+        self.attempt = Attempt(tuple(counting_of(write) for write in self.writes))
         self.token = token
         self.requests = 0
         self.lost = False
         self.used: List[Recovery] = []
+        self.applied: Counter[Recovery] = Counter()
+
+    @property
+    def empty(self) -> bool:
+        """Whether every write was left out: nothing is left to send."""
+        return len(self.attempt.out) == len(self.writes)
 
     def plan(self) -> Plan:
-        """Decide each counted write's changes (recorded on its :class:`Counting`), and plan the transaction. No
-        I/O.
+        """Decide each counted write's changes, from what the attempt counts it from, and plan the transaction of
+        the writes not left out. No I/O.
 
         :raises CounterError: a write that cannot be planned (see ``_plan.plan`` and ``_deltas.decide``).
         """
-        for write, counting in zip(self.writes, self.countings):
-            if counting is not None:
-                decide(write, counting)
-        return plan(self.writes, self.countings, self.token)
+        out = self.attempt.out
+        decisions = tuple(None if counting is None or position in out else decide(write, counting)
+                          for position, (write, counting) in enumerate(zip(self.writes, self.attempt.countings)))
+        return plan(self.writes, decisions, self.token, out)
 
     def read_unknown(self) -> None:
         """Read the stored child (one strongly consistent GetItem) where a counted write needs it and does not
         know it: a delete of an instance that cannot name its parents (built from its key alone), an update of an
-        instance never loaded.
+        instance never loaded; a delete of an instance that names them counts from the instance as stored.
 
         :raises MissingChildError: no such child (``missing_rejected`` is sent); nothing was written.
         """
-        for write, counting in zip(self.writes, self.countings):
+        countings = list(self.attempt.countings)
+        for position, (write, counting) in enumerate(zip(self.writes, countings)):
             if counting is None or counting.basis is not None or write.kind is WriteKind.SAVE:
                 continue
             assert write.instance is not None
             if write.kind is WriteKind.DELETE and names_parents(write.model, write.instance, -1):
-                counting.basis = Stored.of_instance(write.instance)
+                countings[position] = replace(counting, basis=Stored.of_instance(write.instance))
             else:
-                counting.basis = stored_child(write.model, write.instance)
+                countings[position] = replace(counting, basis=stored_child(write.model, write.instance))
+        self.attempt = replace(self.attempt, countings=tuple(countings))
+
+    def recover(self, round: Round, recoveries: Sequence[Recovery], policy: RetryPolicy) -> Optional[Attempt]:
+        """Ask ``recoveries`` in turn, each from the attempt the one before returned (the first from this one), and
+        take the last attempt returned as the next: its token derived where one makes a new request, and its
+        counts of attempts started afresh where one makes a new transaction. Returns the attempt replaced, where
+        any applied; else ``None``, and nothing changes."""
+        attempt = self.attempt
+        applied: List[Recovery] = []
+        for recovery in recoveries:
+            if self._may(recovery, policy):
+                following = recovery.recover(attempt, round)
+                if following is not None:
+                    attempt = following
+                    applied.append(recovery)
+        if not applied:
+            return None
+        earlier, self.attempt = self.attempt, attempt
+        self.applied.update(applied)
+        if any(recovery.new_transaction for recovery in applied):
+            self.requests, self.lost, self.used = 0, False, []
+        self.used.extend(recovery for recovery in applied if recovery.once)
+        if any(recovery.new_request for recovery in applied):
+            self.token = next_token(self.token)
+        return earlier
+
+    def _may(self, recovery: Recovery, policy: RetryPolicy) -> bool:
+        """Whether ``recovery`` may still apply: within the retry policy's attempts (the requests of every round of
+        this transaction so far), once if once, and at most ``max_attempts`` times if capped."""
+        if recovery.once and recovery in self.used:
+            return False
+        if recovery.capped and self.applied[recovery] >= policy.max_attempts:
+            return False
+        return not recovery.budgeted or self.requests < policy.max_attempts
 
 
 def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = None, *,
            return_consumed_capacity: str = "TOTAL",
            on_request: Optional[Callable[[], None]] = None) -> Union[Done, Refused]:
-    """Commit ``writes`` as one TransactWriteItems (see the module's loop).
+    """Commit ``writes`` as one TransactWriteItems, all or nothing (see the module's loop; the recoveries are
+    ``_recoveries.RECOVERIES``).
 
     :param on_request: called once per request made, whatever its outcome (see ``_send.send``).
     :returns: the committed write, or the :class:`Refused` plan.
@@ -157,10 +207,36 @@ def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = 
       not exist; nothing was written.
     :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
     """
-    policy = policy or DEFAULT_RETRY_POLICY
-    work = Work(writes, token)
+    outcome = _commit(Work(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES, return_consumed_capacity,
+                      on_request, None)
+    assert outcome is not None  # only a recovery answering a standing refusal leaves writes out
+    return outcome
+
+
+def commit_in_part(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy], recoveries: Sequence[Recovery],
+                   *, on_request: Optional[Callable[[], None]] = None,
+                   on_left_out: Optional[Callable[[int, CounterError], None]] = None
+                   ) -> Union[Done, Refused, None]:
+    """Commit ``writes`` as :func:`commit` does, with ``recoveries`` that may leave writes out where a refusal
+    would stand (``_recoveries.BULK_RECOVERIES``, ``_recoveries.EXPIRY_RECOVERIES``): the rest is committed.
+
+    :param on_left_out: called with the position of each write left out, and the error that left it out, as it is
+      (``limit_rejected`` is sent first for a child left out for a full parent).
+    :returns: the committed write (of the writes not left out), the :class:`Refused` plan, or ``None`` where every
+      write was left out.
+    """
+    return _commit(Work(writes, token), policy or DEFAULT_RETRY_POLICY, recoveries, "TOTAL", on_request,
+                   on_left_out)
+
+
+def _commit(work: Work, policy: RetryPolicy, recoveries: Sequence[Recovery], return_consumed_capacity: str,
+            on_request: Optional[Callable[[], None]], on_left_out: Optional[Callable[[int, CounterError], None]]
+            ) -> Union[Done, Refused, None]:
+    """The loop (see the module's docstring)."""
+    first = [recovery for recovery in recoveries if not recovery.new_transaction]
+    last = [recovery for recovery in recoveries if recovery.new_transaction]
     work.read_unknown()
-    while True:
+    while not work.empty:
         planned = work.plan()
         try:
             sent = send(planned.actions[0].model, planned.items, planned.token, policy=policy, made=work.requests,
@@ -173,25 +249,20 @@ def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = 
         work.requests += sent.attempts
         work.lost = work.lost or sent.ambiguous
         round = Round(planned, sent, refusal)
-        applied = [recovery for recovery in RECOVERIES if _may(work, recovery, policy)
-                   and recovery.recover(work.countings, round)]
-        if applied:
-            work.used.extend(recovery for recovery in applied if recovery.once)
-            if any(recovery.new_request for recovery in applied):
-                work.token = next_token(work.token)
+        if work.recover(round, first, policy) is not None:
             continue
-        errors = standing(work.countings, refusal)
-        refused = [(action, error) for action, _, error in refusal.refused if any(error is e for e in errors)]
+        refused = standing_refused(round)
         signal_refusals(refused)
-        return Refused(planned, refused, work.countings)
-
-
-def _may(work: Work, recovery: Recovery, policy: RetryPolicy) -> bool:
-    """Whether ``recovery`` may still apply to ``work``: within the retry policy's attempts (the requests of every
-    round so far), and once if once."""
-    if recovery.once and recovery in work.used:
-        return False
-    return not recovery.budgeted or work.requests < policy.max_attempts
+        earlier = work.recover(round, last, policy)
+        if earlier is None:
+            return Refused(planned, refused)
+        for position, why in work.attempt.left_out[len(earlier.left_out):]:
+            instance = work.writes[position].instance
+            if isinstance(why, LimitExceededError):
+                send_safely(limit_rejected, type(instance), instance=instance, error=why)
+            if on_left_out is not None:
+                on_left_out(position, why)
+    return None
 
 
 def policy_for(writes: Sequence[Write], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:

@@ -1,8 +1,9 @@
 """
 What a counted child's write changes: :func:`deltas`, the one function that decides it, for a create, an edit
 (a move included), an update and a delete alike, and :func:`decide`, which gives it the two states to compare
-for one write (:class:`Counting`: what the write is counted from, attempt after attempt). No I/O: :func:`deltas`
-is pure, and :func:`decide` records what it decides on the commit's :class:`Counting`, the only state it writes.
+for one write (:class:`Counting`: what the write is counted from in an attempt) and returns what it decided
+(:class:`Decision`). No I/O, and nothing written: both are frozen, and only the commit's unit of work
+(``_commit.Work``) replaces a write's :class:`Counting` between attempts.
 
 It compares, relation by relation, the stored child as PynamoDB loads it (``before``: ``None`` for a new child)
 with the child as PynamoDB will load it once written (``after``: ``None`` for a delete):
@@ -17,7 +18,7 @@ with the child as PynamoDB will load it once written (``after``: ``None`` for a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, AbstractSet, Any, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 from .._results import CounterChange
 from ..declare._expiry_rules import STREAM
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..declare._relations import Relation
 
-__all__ = ["NONE", "Counting", "Deltas", "counting_of", "decide", "deltas", "names_parents"]
+__all__ = ["NONE", "Counting", "Decision", "Deltas", "counting_of", "decide", "deltas", "names_parents"]
 
 Counted = Tuple["Relation", CounterChange]
 """One counter change with the relation that makes it."""
@@ -105,29 +106,49 @@ def deltas(relations: Sequence[Relation], before: Optional[Model], after: Option
     return Deltas(tuple(removed), tuple(added), tuple(changed), tuple(lost))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Counting:
-    """What one counted write is counted from: the commit's own record of it, attempt after attempt, never the
-    caller's request (:class:`~pynamodb_counters.write._writes.Write`).
+    """What one counted write is counted from in an attempt: the commit's own record of it, never the caller's
+    request (:class:`~pynamodb_counters.write._writes.Write`). Frozen: a recovery that learns otherwise returns
+    another (``dataclasses.replace``), and the commit's unit of work takes it for the next attempt.
 
     :ivar basis: the stored child it counts from (as loaded, read, or learned from a refusal); ``None``: a save
       is a create, and a delete or an update does not know it yet.
-    :ivar after: a counted update's stored child once written (:attr:`basis` with the known actions applied).
-    :ivar loaded: the child as PynamoDB will load it once written, as this attempt decided from (``None`` for a
-      delete): what a save's or update's condition and a created parent's defaults read, never built twice.
     :ivar gone: the rollups (parent model, key) found gone: what the child counted in them is not sent.
     :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
-    :ivar deltas: its changes, as decided for the attempt at hand.
     :ivar expiry: it counts a child DynamoDB deleted by TTL: a parent found gone is left out, as a gone rollup.
     """
 
     basis: Optional[Stored] = None
+    gone: FrozenSet[Parent] = frozenset()
+    recreated: bool = False
+    expiry: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`decide` found for one counted write in one attempt.
+
+    :ivar counting: what it was counted from.
+    :ivar basis: the stored child its deltas compare with: the counting's, else, where none is known (a plan made
+      before the commit reads the stored child, or a delete of an instance that names its parents), the instance
+      as it would be stored; ``None`` for a create.
+    :ivar after: a counted update's stored child once written (:attr:`basis` with the known actions applied).
+    :ivar loaded: the child as PynamoDB will load it once written (``None`` for a delete or an expiry): what a
+      save's or update's condition and a created parent's defaults read, never built twice.
+    :ivar deltas: its changes.
+    """
+
+    counting: Counting
+    basis: Optional[Stored]
     after: Optional[Stored] = None
     loaded: Optional[Model] = None
-    gone: Set[Parent] = field(default_factory=set)
-    recreated: bool = False
     deltas: Deltas = NONE
-    expiry: bool = False
+
+    @property
+    def gone(self) -> FrozenSet[Parent]:
+        """The rollups found gone that it leaves out (its counting's)."""
+        return self.counting.gone
 
 
 def counting_of(write: Write) -> Optional[Counting]:
@@ -139,8 +160,8 @@ def counting_of(write: Write) -> Optional[Counting]:
     return Counting(basis=stored_of(write.instance, write.key), expiry=write.kind is WriteKind.EXPIRY)
 
 
-def decide(write: Write, counting: Counting) -> Deltas:
-    """Decide ``write``'s changes for this attempt, from ``counting``, and record them there: a save compares its
+def decide(write: Write, counting: Counting) -> Decision:
+    """Decide ``write``'s changes for this attempt, from ``counting``: a save compares its
     basis (none for a create) with the instance as it will be stored, an update its basis with the basis and its
     known actions applied, a delete (or an expiry, in the relations counting its expiries) its basis with nothing.
     Where no basis is known (the commit reads the stored child first where it must), it is the instance as it would
@@ -153,33 +174,29 @@ def decide(write: Write, counting: Counting) -> Deltas:
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
     """
     assert write.instance is not None
-    before: Optional[Model] = None
+    basis = counting.basis
+    updated: Optional[Stored] = None
     after: Optional[Model] = None
     spec = write.spec
     relations = spec.relations
     if write.kind is WriteKind.EXPIRY:  # taken off from the stream's image, in the relations counting it there
-        assert counting.basis is not None
+        assert basis is not None
         relations = tuple(relation for relation in relations if relation.expiries == STREAM)
-        before = counting.basis.view
     elif write.kind is WriteKind.DELETE:
-        if counting.basis is None:
-            counting.basis = Stored.of_instance(write.instance)
-        before = counting.basis.view
+        if basis is None:
+            basis = Stored.of_instance(write.instance)
     elif write.kind is WriteKind.UPDATE:
-        if counting.basis is None:  # a plan shown before the commit reads the stored child: the instance's own
-            counting.basis = Stored.of_instance(write.instance)
-        updated = counting.basis.updated(write.known)
-        decided_by = deciding(write.model, counting.basis.view, updated.view, spec=spec)
+        if basis is None:  # a plan shown before the commit reads the stored child: the instance's own
+            basis = Stored.of_instance(write.instance)
+        updated = basis.updated(write.known)
+        decided_by = deciding(write.model, basis.view, updated.view, spec=spec)
         for name in sorted(write.unknown.intersection(decided_by)):
             raise bypass_of(write.model, name)  # keys are refused before
-        counting.after = updated
-        before, after = counting.basis.view, updated.view
+        after = updated.view
     else:
-        before = counting.basis.view if counting.basis is not None else None
         after = as_loaded(write.instance, spec)
-    counting.loaded = after
-    counting.deltas = deltas(relations, before, after, counting.gone)
-    return counting.deltas
+    before = basis.view if basis is not None else None
+    return Decision(counting, basis, updated, after, deltas(relations, before, after, counting.gone))
 
 
 def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:

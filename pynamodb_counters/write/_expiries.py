@@ -16,7 +16,7 @@ from ..declare._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_att
 from ..declare._spec import spec_of
 from ..exceptions import ConditionFailedError, CounterError, DuplicateChildError
 from ._actions import CHECK_FAILED, Cancellation, ChildAction
-from ._deltas import Counting
+from ._deltas import Decision
 from ._stored import remember
 from ._writes import Write, WriteKind
 
@@ -41,9 +41,9 @@ class ExpiryMarker(ChildAction):
     verb = "Put"
     relearns = False
 
-    def __init__(self, index: int, write: Write, counting: Counting, where: Optional[ItemId] = None,
+    def __init__(self, index: int, write: Write, decision: Decision, where: Optional[ItemId] = None,
                  now: Optional[float] = None) -> None:
-        super().__init__(index, write, counting, where)
+        super().__init__(index, write, decision, where)
         assert write.event is not None
         self.key_item = marker_key(self.model, write.event)
         values = [next(iter(value.values())) for value in self.key_item.values()]

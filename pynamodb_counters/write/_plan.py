@@ -1,7 +1,8 @@
 """
-The plan: a transaction's writes, each counted write with what it is counted from in this attempt, as the
+The plan: a transaction's writes, each counted write as decided for this attempt (``_deltas.Decision``), as the
 actions of one TransactWriteItems (``_actions``). No I/O; it changes nothing it is given, but for the shapes of
-parent Update kept on a parent model's spec (``_actions``).
+parent Update kept on a parent model's spec (``_actions``). Each action is made once, whole: a parent's Update
+from the changes gathered for its item first (:class:`_Gathered`), a caller's merged write included.
 
 What a plan guarantees, before anything is sent:
 
@@ -11,6 +12,7 @@ What a plan guarantees, before anything is sent:
 * every parent item gets exactly one Update, all the changes counted into it merged (``ParentUpdate``), and a
   caller's ``update()`` or ``condition_check()`` of that item merged into it; two unrelated models never count
   into one item;
+* a write the commit left out (a bulk write's refused child, an expiry taken off already) has no action;
 * a sharded parent's shard items are created with it, or deleted with it; a child that is one brings its own;
 * what a write leaves out of a rollup found gone is sent with a check that it is still absent, or, where first
   counts create it again in the same transaction, their Update needs it absent;
@@ -19,7 +21,7 @@ What a plan guarantees, before anything is sent:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from .._compat import ItemId, item_id
 from ..declare._shards import shard_key
@@ -36,9 +38,8 @@ from ._actions import (
     RollupCheck,
     shard_items,
 )
-from ._deltas import Counting
+from ._deltas import Decision, Parent
 from ._expiries import ExpiryMarker
-from ._stored import as_loaded
 from ._writes import Write, WriteKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,11 +55,14 @@ MAX_ACTIONS = 100
 
 @dataclass(frozen=True)
 class Plan:
-    """A TransactWriteItems, ready to send: its actions and their requests, built for ``token``."""
+    """A TransactWriteItems, ready to send: its actions and their requests, built for ``token`` from what each
+    write was decided as (``decisions``: one per write, ``None`` for one that counts nothing or that was left
+    out)."""
 
     actions: Tuple[Action, ...]
     items: List[Dict[str, Any]]
     token: str
+    decisions: Tuple[Optional[Decision], ...] = field(default=(), compare=False, repr=False)
     children: List[ChildAction] = field(init=False, compare=False, repr=False)
     """The counted children's own actions, in the order of their writes."""
 
@@ -66,9 +70,10 @@ class Plan:
         object.__setattr__(self, "children", [action for action in self.actions if isinstance(action, ChildAction)])
 
 
-def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token: str) -> Plan:
-    """The TransactWriteItems of ``writes``, each counted write counted as its :class:`Counting` (its deltas
-    decided already) says.
+def plan(writes: Sequence[Write], decisions: Sequence[Optional[Decision]], token: str,
+         left_out: AbstractSet[int] = frozenset()) -> Plan:
+    """The TransactWriteItems of ``writes``, each counted write as its :class:`Decision` says, but for the writes
+    at the positions in ``left_out``.
 
     :raises TransactionTooLargeError: more than 100 actions.
     :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself, a
@@ -77,23 +82,30 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
       relation counts into in the same transaction.
     :raises InvalidArgumentError: a child's own key is too long for DynamoDB.
     """
-    parents = _parent_updates(writes, countings)
+    sent = [(index, write, decision) for index, (write, decision) in enumerate(zip(writes, decisions))
+            if index not in left_out]
+    gathered = _gathered(sent)
+    merged: Dict[ItemId, Write] = {}  # a caller's update or check of a parent item counted into joins its Update
+    for _, write, _ in sent:
+        where = item_id(write.model, write.key)
+        if where in gathered and where not in merged and write.kind in (WriteKind.OTHER_UPDATE, WriteKind.CHECK):
+            merged[where] = write
+    parents = {where: gathering.update(merged.get(where)) for where, gathering in gathered.items()}
     actions: List[Action] = []
-    for index, (write, counting) in enumerate(zip(writes, countings)):
+    for index, write, decision in sent:
         where = item_id(write.model, write.key)
         update = parents.get(where)
-        if update is not None and write.kind in (WriteKind.OTHER_UPDATE, WriteKind.CHECK) and update.merged is None:
-            update.merged = write
+        if update is not None and update.merged is write:
             continue
         if update is not None:
-            raise InvalidTransactionError(_written_and_counted(write, counting))
-        actions.append(_own_action(index, write, counting, where))
+            raise InvalidTransactionError(_written_and_counted(write, decision))
+        actions.append(_own_action(index, write, decision, where))
         shards = write.spec.shards
         if shards > 1 and write.with_shards and (write.kind is not WriteKind.SAVE or isinstance(actions[-1], ChildPut)):
             create = write.kind in (WriteKind.SAVE, WriteKind.PARENT_SAVE)
             actions.extend(shard_items(write.model, write.key, create, shards))
     actions.extend(parents.values())
-    actions.extend(_rollup_checks(countings, parents))
+    actions.extend(_rollup_checks([decision for _, _, decision in sent], parents))
 
     seen = set()
     for action in actions:
@@ -106,69 +118,88 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
                                        f"{MAX_ACTIONS}. Nothing was sent")
     if not actions:
         raise InvalidTransactionError("this transaction is empty")
-    return Plan(tuple(actions), [{action.verb: action.request(token)} for action in actions], token)
+    return Plan(tuple(actions), [{action.verb: action.request(token)} for action in actions], token,
+                tuple(None if index in left_out else decision for index, decision in enumerate(decisions)))
 
 
-def _own_action(index: int, write: Write, counting: Optional[Counting], where: ItemId) -> Action:
+def _own_action(index: int, write: Write, decision: Optional[Decision], where: ItemId) -> Action:
     """A write's action on its own item (``where``): a counted child's Put (a create), Update (an edit or update)
     or Delete, as what it is counted from decides; the caller's write as it is for anything else."""
-    if counting is None:
+    if decision is None:
         return Passthrough(write, where)
     if write.kind is WriteKind.DELETE:
-        return ChildDelete(index, write, counting, where)
+        return ChildDelete(index, write, decision, where)
     if write.kind is WriteKind.EXPIRY:
-        return ExpiryMarker(index, write, counting, where)
-    if write.kind is WriteKind.UPDATE or counting.basis is not None:
-        return ChildEdit(index, write, counting, where)
-    return ChildPut(index, write, counting, where)
+        return ExpiryMarker(index, write, decision, where)
+    if write.kind is WriteKind.UPDATE or decision.basis is not None:
+        return ChildEdit(index, write, decision, where)
+    return ChildPut(index, write, decision, where)
 
 
-def _parent_updates(writes: Sequence[Write], countings: Sequence[Optional[Counting]]
-                    ) -> Dict[ItemId, ParentUpdate]:
-    """One Update per parent item counted into, every change into it merged."""
-    parents: Dict[ItemId, ParentUpdate] = {}
-    for write, counting in zip(writes, countings):
-        if counting is None:
+@dataclass
+class _Gathered:
+    """What the plan gathers for one parent item's Update before making it (:meth:`update`): the changes counted
+    into it, merged. Its fields are :class:`~pynamodb_counters.write._actions.ParentUpdate`'s."""
+
+    model: Type[Model]
+    key: Tuple[Any, ...]
+    shard: int
+    where: ItemId
+    relation: Relation
+    deltas: Dict[str, int] = field(default_factory=dict)
+    fed_by: Set[str] = field(default_factory=set)
+    rollup: bool = True
+    creates: bool = True
+    defaults: Optional[Dict[str, Any]] = None
+    absent: bool = False
+
+    def update(self, merged: Optional[Write]) -> ParentUpdate:
+        """The Update, made once, with ``merged``: a caller's ``update()`` or ``condition_check()`` of the item.
+
+        :raises ParentKeyError: the key is too long for DynamoDB.
+        """
+        return ParentUpdate(self.model, self.key, self.shard, self.where, self.relation, spec_of(self.model),
+                            self.deltas, self.fed_by, rollup=self.rollup, creates=self.creates,
+                            defaults=self.defaults, absent=self.absent, merged=merged)
+
+
+def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[ItemId, _Gathered]:
+    """Every change counted into each parent item, merged, by item."""
+    parents: Dict[ItemId, _Gathered] = {}
+    gone: Set[Parent] = set()
+    for _, _, decision in sent:
+        if decision is None:
             continue
-        found = counting.deltas
+        gone |= decision.gone
+        found = decision.deltas
         for first, pairs in ((False, found.removed), (True, found.added), (False, found.changed)):
             for relation, change in pairs:
                 where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
-                update = parents.get(where)
-                if update is None:
-                    update = parents[where] = ParentUpdate(change.parent, change.key, change.shard, where, relation,
-                                                           spec_of(change.parent))
-                elif update.model is not change.parent:
-                    update.model = _one_model(update, change.parent, relation)
-                    update.spec = spec_of(update.model)
-                update.deltas[change.attribute] = update.deltas.get(change.attribute, 0) + change.delta
-                update.fed_by.add(relation.feed)
-                update.rollup = update.rollup and relation.create_parent
-                update.creates = update.creates and relation.create_parent and first
-                if relation.create_parent and first and change.delta >= 0 and update.defaults is None:
-                    update.defaults = relation.parent_defaults(_stored_state(write, counting))
-    for counting in countings:  # a rollup found gone that a write counts into again must still be absent
-        for model, key in counting.gone if counting is not None else ():
-            update = parents.get(item_id(model, key))
-            if update is not None:
-                update.absent = True
+                parent = parents.get(where)
+                if parent is None:
+                    parent = parents[where] = _Gathered(change.parent, change.key, change.shard, where, relation)
+                elif parent.model is not change.parent:
+                    parent.model = _one_model(parent, change.parent, relation)
+                parent.deltas[change.attribute] = parent.deltas.get(change.attribute, 0) + change.delta
+                parent.fed_by.add(relation.feed)
+                parent.rollup = parent.rollup and relation.create_parent
+                parent.creates = parent.creates and relation.create_parent and first
+                if relation.create_parent and first and change.delta >= 0 and parent.defaults is None:
+                    assert decision.loaded is not None  # a first count is a save's or an update's
+                    parent.defaults = relation.parent_defaults(decision.loaded)
+    for model, key in gone:  # a rollup found gone that a write counts into again must still be absent
+        parent = parents.get(item_id(model, key))
+        if parent is not None:
+            parent.absent = True
     return parents
 
 
-def _stored_state(write: Write, counting: Counting) -> Model:
-    """The child a first count's ``parent_defaults`` read: as PynamoDB will load it once written."""
-    if counting.loaded is not None:
-        return counting.loaded
-    assert write.instance is not None
-    return as_loaded(write.instance, write.spec)
-
-
-def _rollup_checks(countings: Sequence[Optional[Counting]], parents: Dict[ItemId, ParentUpdate]) -> List[Action]:
+def _rollup_checks(decisions: Sequence[Optional[Decision]], parents: Dict[ItemId, ParentUpdate]) -> List[Action]:
     """A check that each rollup found gone is still absent, where the transaction does not count into it."""
     checks: List[Action] = []
     seen = set()
-    for counting in countings:
-        for model, key in sorted(counting.gone, key=repr) if counting is not None else ():
+    for decision in decisions:
+        for model, key in sorted(decision.gone, key=repr) if decision is not None else ():
             where = item_id(model, key)
             if where in parents or where in seen:
                 continue  # a first count creates it in this same transaction, or another check covers it
@@ -177,7 +208,7 @@ def _rollup_checks(countings: Sequence[Optional[Counting]], parents: Dict[ItemId
     return checks
 
 
-def _one_model(update: ParentUpdate, model: Type[Model], relation: Relation) -> Type[Model]:
+def _one_model(update: _Gathered, model: Type[Model], relation: Relation) -> Type[Model]:
     """The model of one parent item counted into by two relations: the more derived of the two (a subclass's
     counter and its base's on one item of a single-table model).
 
@@ -194,11 +225,11 @@ def _one_model(update: ParentUpdate, model: Type[Model], relation: Relation) -> 
         f"(a prefix such as 'DAY#'). Nothing was written")
 
 
-def _written_and_counted(write: Write, counting: Optional[Counting]) -> str:
+def _written_and_counted(write: Write, decision: Optional[Decision]) -> str:
     """Why ``write`` cannot be in a transaction that also counts into its own item."""
     where = f"{write.model.__name__} {write.key}"
     own = item_id(write.model, write.key)
-    if counting is not None and any(item_id(change.parent, change.key) == own for change in counting.deltas.changes):
+    if decision is not None and any(item_id(change.parent, change.key) == own for change in decision.deltas.changes):
         return f"{where} is both written and counted as a parent in this transaction (a child counted on itself)"
     return (f"{where} is both written and counted into as a parent in this transaction, and DynamoDB allows one "
             f"action per item: commit the write and the children counted into it in two transactions")

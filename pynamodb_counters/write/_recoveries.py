@@ -6,7 +6,9 @@ and what a rejected request (a missing table, an item too large) means.
 
 What a refusal teaches, one small named recovery each (:data:`RECOVERIES`, in the order the commit asks them):
 a refused attempt wrote nothing, so the write is counted again from what DynamoDB returned and sent again, in the
-same call, within its retry policy.
+same call, within its retry policy. A recovery assigns nothing: it returns the next :class:`Attempt` (what the
+writes are counted from, which are left out), a :class:`~pynamodb_counters.write._deltas.Counting` replaced where
+it learned otherwise, or ``None`` where it does not apply; the commit's unit of work takes what it returns.
 
 * :class:`StaleBasis`: the stored child counts otherwise than the state its deltas came from (an instance
   edited in memory, a child changed since it was loaded, or created again since an edit found it deleted): count
@@ -24,8 +26,8 @@ derived token) and whether it may apply only once.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Set, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.exceptions import PynamoDBException
 
@@ -52,7 +54,7 @@ from ._actions import (
     ParentUpdate,
     RollupCheck,
 )
-from ._deltas import Counting, Parent
+from ._deltas import Counting, Decision, Parent
 from ._plan import Plan
 from ._reads import read_shards
 from ._send import RETRYABLE_REASONS, Sent
@@ -60,9 +62,9 @@ from ._shard_items import create_shards
 from ._stored import Stored, deciding
 from ._writes import WriteKind
 
-__all__ = ["DeletedMeanwhile", "ExpiredParentsGone", "MissingShards", "RECOVERIES", "Recovery", "Refusal",
-           "RollupsGone", "RollupsReturned", "Round", "StaleBasis", "explain", "most_fundamental", "next_token",
-           "proven", "refusal_of", "standing"]
+__all__ = ["Attempt", "DeletedMeanwhile", "ExpiredParentsGone", "MissingShards", "RECOVERIES", "Recovery",
+           "Refusal", "RollupsGone", "RollupsReturned", "Round", "StaleBasis", "explain", "most_fundamental",
+           "next_token", "proven", "refusal_of", "standing", "standing_refused"]
 
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
 # underflow: deleting an absent like of a post whose counter drifted to 0 flags both, and the floor only failed
@@ -182,17 +184,54 @@ def explain(plan: Plan, error: TransactionError) -> TransactionError:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """What an attempt of a commit counts from: the state of the commit's unit of work (``_commit.Work``), frozen,
+    replaced whole by what the recoveries return.
+
+    :ivar countings: what each write is counted from (``None`` for one that counts nothing), by its position.
+    :ivar left_out: the writes left out (not sent again), by position, each with the error that left it out.
+    """
+
+    countings: Tuple[Optional[Counting], ...]
+    left_out: Tuple[Tuple[int, CounterError], ...] = ()
+
+    @property
+    def out(self) -> FrozenSet[int]:
+        """The positions of the writes left out."""
+        return frozenset(position for position, _ in self.left_out)
+
+    def learned(self, changes: Dict[int, Dict[str, Any]]) -> Optional[Attempt]:
+        """This attempt with the countings at the positions in ``changes`` replaced (each with its fields changed
+        as given); ``None`` when there is nothing to change: a recovery that learned nothing does not apply."""
+        if not changes:
+            return None
+        countings = list(self.countings)
+        for position, fields in changes.items():
+            counting = countings[position]
+            assert counting is not None
+            countings[position] = replace(counting, **fields)
+        return replace(self, countings=tuple(countings))
+
+
+@dataclass(frozen=True)
 class Round:
-    """One refused attempt of a write: its plan, what sending it returned, and what DynamoDB refused."""
+    """One refused attempt of a write: its plan (with what each write was decided as), what sending it returned,
+    and what DynamoDB refused."""
 
     plan: Plan
     sent: Sent
     refusal: Refusal
 
+    @property
+    def decisions(self) -> Tuple[Optional[Decision], ...]:
+        """What each write was decided as in the refused attempt (``None`` for one that counts nothing or was left
+        out), by position."""
+        return self.plan.decisions
+
 
 class Recovery:
-    """A recovery from a refusal: :meth:`recover` applies it to what the writes are counted from, and says
-    whether it did."""
+    """A recovery from a refusal: :meth:`recover` returns the next attempt (what the writes are counted from, and
+    which are left out) where it applies."""
 
     budgeted: ClassVar[bool] = True
     """It counts against the retry policy's attempts: it applies only while the write's requests so far are fewer
@@ -200,9 +239,17 @@ class Recovery:
     new_request: ClassVar[bool] = True
     """The write is then sent as a new request, under a token derived from the first."""
     once: ClassVar[bool] = False
-    """It applies at most once per write."""
+    """It applies at most once per write (per transaction)."""
+    new_transaction: ClassVar[bool] = False
+    """It answers a refusal that would otherwise stand: it is asked only when no other recovery applies, once the
+    refusal's signals are sent, and the writes it keeps are sent as a new transaction (the retry policy's attempts,
+    the once-only recoveries and the responses lost count afresh)."""
+    capped: ClassVar[bool] = False
+    """It applies at most the retry policy's ``max_attempts`` times per commit, whatever the requests made."""
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        """The next attempt, from ``attempt`` (what the refused one counted from, as the recoveries asked before
+        this one left it) and what ``round`` teaches; ``None`` where it does not apply."""
         raise NotImplementedError
 
 
@@ -218,52 +265,46 @@ class StaleBasis(Recovery):
     was created again meanwhile: each is counted from the stored child the refusal returned (the latter is an
     edit again)."""
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
-        learned = False
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        learned: Dict[int, Dict[str, Any]] = {}
         for action, said in _children(round):
-            counting = action.counting
             if not said.item or not action.relearns:
                 continue
             if isinstance(action, ChildPut):
-                if counting.recreated and not action.own(said, round.plan.token):
-                    counting.basis = Stored(action.model, said.item)
-                    learned = True
+                if action.decision.counting.recreated and not action.own(said, round.plan.token):
+                    learned[action.index] = dict(basis=Stored(action.model, said.item))
                 continue
             stored = relearned(action, said.item)
             if stored is not None:
-                counting.basis = stored
-                learned = True
-        return learned
+                learned[action.index] = dict(basis=stored)
+        return attempt.learned(learned)
 
 
 class DeletedMeanwhile(Recovery):
     """An edit refused because its child was deleted since it was loaded: saving it again creates it, counted
     as new (``save()`` writes the whole item, as PynamoDB's does)."""
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
-        learned = False
-        for action, said in _children(round):
-            if isinstance(action, ChildEdit) and action.write.kind is WriteKind.SAVE and not said.item:
-                action.counting.basis = None
-                action.counting.recreated = True
-                learned = True
-        return learned
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        return attempt.learned({action.index: dict(basis=None, recreated=True) for action, said in _children(round)
+                                if isinstance(action, ChildEdit) and action.write.kind is WriteKind.SAVE
+                                and not said.item})
 
 
 class RollupsReturned(Recovery):
     """A write sent without its changes to rollups found gone, refused because one is stored again (created since
     by a first count): the children count into it after all."""
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
         returned: Set[Parent] = set()
         for action, said, _ in round.refusal.refused:
             if isinstance(action, RollupCheck) and said.code == CHECK_FAILED and said.item or \
                     isinstance(action, ParentUpdate) and action.returned(said):
                 returned.add((action.model, action.key))
-        for counting in countings:
-            if counting is not None:
-                counting.gone -= returned
-        return bool(returned)
+        if not returned:
+            return None
+        return replace(attempt, countings=tuple(None if counting is None else replace(counting,
+                                                                                      gone=counting.gone - returned)
+                                                for counting in attempt.countings))
 
 
 class RollupsGone(Recovery):
@@ -276,13 +317,11 @@ class RollupsGone(Recovery):
     the other refusal stands, and nothing is left out on the strength of a state that another writer may change
     before the write is sent again (:func:`standing`)."""
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
-        gone, others = split(countings, round.refusal)
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        gone, others = split(round.decisions, round.refusal)
         if not gone or others:
-            return False
-        for counting, parent in gone:
-            counting.gone.add(parent)
-        return True
+            return None
+        return _left_gone(attempt, gone)
 
 
 class ExpiredParentsGone(Recovery):
@@ -292,20 +331,18 @@ class ExpiredParentsGone(Recovery):
     :class:`MissingShards`'). Its counters went with it: what the children counted there is left out, checked
     still absent."""
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
-        gone: List[Tuple[Counting, Parent]] = []
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        gone: List[Tuple[int, Parent]] = []
         for action, said, error in round.refusal.refused:
             if not (isinstance(action, ParentUpdate) and isinstance(error, ParentNotFoundError) and not said.item):
-                return False
-            feeding = _feeding(countings, action)
-            if not feeding or not all(counting.expiry for counting, _, _ in feeding):
-                return False
+                return None
+            feeding = _feeding(round.decisions, action)
+            if not feeding or not all(decision.counting.expiry for _, decision, _, _ in feeding):
+                return None
             if action.shard and read_shards(action.model, [action.key], 1, consistent_read=True)[action.key][0]:
-                return False
-            gone.extend((counting, (action.model, action.key)) for counting, _, _ in feeding)
-        for counting, parent in gone:
-            counting.gone.add(parent)
-        return bool(gone)
+                return None
+            gone.extend((position, (action.model, action.key)) for position, _, _, _ in feeding)
+        return _left_gone(attempt, gone)
 
 
 class MissingShards(Recovery):
@@ -317,50 +354,72 @@ class MissingShards(Recovery):
     new_request = False
     once = True
 
-    def recover(self, countings: Sequence[Optional[Counting]], round: Round) -> bool:
-        error = most_fundamental(standing(countings, round.refusal))
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        error = most_fundamental(standing(round.decisions, round.refusal))
         if not (isinstance(error, ParentNotFoundError) and error.shard):
-            return False
+            return None
         assert error.model is not None
         try:
-            return create_shards(error.model, [error.key]) > 0
+            created = create_shards(error.model, [error.key])
         except (CounterError, PynamoDBException):  # the parent is gone (DoesNotExist), or kept changing
-            return False
+            return None
+        return attempt if created > 0 else None  # counted from the same: the same request, sent again
 
 
 RECOVERIES: Tuple[Recovery, ...] = (StaleBasis(), DeletedMeanwhile(), RollupsReturned(), RollupsGone(),
                                     ExpiredParentsGone(), MissingShards())
-"""Every recovery, in the order the commit asks them."""
+"""Every recovery of a commit of the whole transaction or nothing, in the order the commit asks them."""
+
+def _left_gone(attempt: Attempt, gone: Sequence[Tuple[int, Parent]]) -> Optional[Attempt]:
+    """``attempt`` with each parent in ``gone`` left out of what the write at its position counts."""
+    found: Dict[int, Set[Parent]] = {}
+    for position, parent in gone:
+        found.setdefault(position, set()).add(parent)
+    changes: Dict[int, Dict[str, Any]] = {}
+    for position, parents in found.items():
+        counting = attempt.countings[position]
+        assert counting is not None
+        changes[position] = dict(gone=counting.gone | parents)
+    return attempt.learned(changes)
 
 
-def split(countings: Sequence[Optional[Counting]], refusal: Refusal
-          ) -> Tuple[List[Tuple[Counting, Parent]], List[CounterError]]:
-    """A refusal's gone rollups, each with the countings that count into it, and its other errors."""
-    gone: List[Tuple[Counting, Parent]] = []
+def split(decisions: Sequence[Optional[Decision]], refusal: Refusal
+          ) -> Tuple[List[Tuple[int, Parent]], List[CounterError]]:
+    """A refusal's gone rollups, each with the position of each write that counts into it, and its other
+    errors."""
+    gone: List[Tuple[int, Parent]] = []
     others: List[CounterError] = []
     for action, said, error in refusal.refused:
-        feeding = _feeding(countings, action) if isinstance(action, ParentUpdate) and not action.shard and \
+        feeding = _feeding(decisions, action) if isinstance(action, ParentUpdate) and not action.shard and \
             isinstance(error, ParentNotFoundError) and not said.item else []
-        if feeding and all(relation.create_parent for _, relation, _ in feeding) and \
-                not all(first for _, _, first in feeding):
-            gone.extend((counting, (action.model, action.key)) for counting, _, _ in feeding)
+        if feeding and all(relation.create_parent for _, _, relation, _ in feeding) and \
+                not all(first for _, _, _, first in feeding):
+            gone.extend((position, (action.model, action.key)) for position, _, _, _ in feeding)
         else:
             others.append(error)
     return gone, others
 
 
-def standing(countings: Sequence[Optional[Counting]], refusal: Refusal) -> List[CounterError]:
+def standing(decisions: Sequence[Optional[Decision]], refusal: Refusal) -> List[CounterError]:
     """The errors a refused write answers with: beside another refusal, a gone rollup is none."""
-    _, others = split(countings, refusal)
+    _, others = split(decisions, refusal)
     return others or refusal.errors
 
 
-def _feeding(countings: Sequence[Optional[Counting]], update: Action) -> List[Tuple[Counting, Any, bool]]:
-    """The countings whose changes go to ``update``'s item, each with the relation and whether it is a first
-    count."""
-    return [(counting, relation, first) for counting in countings if counting is not None
-            for first, pairs in ((False, counting.deltas.removed), (True, counting.deltas.added),
-                                 (False, counting.deltas.changed))
+def standing_refused(round: Round) -> List[Tuple[Action, CounterError]]:
+    """Each refused action whose error stands (:func:`standing`), with it, in request order."""
+    errors = standing(round.decisions, round.refusal)
+    return [(action, error) for action, _, error in round.refusal.refused if any(error is e for e in errors)]
+
+
+def _feeding(decisions: Sequence[Optional[Decision]], update: Action
+             ) -> List[Tuple[int, Decision, Any, bool]]:
+    """The writes whose changes go to ``update``'s item, each with its position, its decision, the relation and
+    whether it is a first count."""
+    return [(position, decision, relation, first) for position, decision in enumerate(decisions)
+            if decision is not None
+            for first, pairs in ((False, decision.deltas.removed), (True, decision.deltas.added),
+                                 (False, decision.deltas.changed))
             for relation, change in pairs if change.parent is update.model and change.key == update.key]
 
 
@@ -369,10 +428,10 @@ def relearned(action: ChildAction, item: Any) -> Optional[Stored]:
     otherwise than the basis its deltas were counted from: when an attribute that decides its parents (read by
     the relations on either child as loaded, on the new state or on the instance) holds another raw value; else
     ``None`` (the caller's own condition, or a version, refused it)."""
-    basis = action.counting.basis
+    basis = action.decision.basis
     if basis is None:
         return None
     stored = Stored(basis.model, item)
-    after = action.counting.after
+    after = action.decision.after
     states = [stored.view, basis.view, action.instance] + ([after.view] if after is not None else [])
     return stored if stored.differs(basis, deciding(basis.model, *states)) else None
