@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import chain
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pynamodb.models import Model
 
@@ -42,22 +42,19 @@ from .exceptions import (
     BulkWriteError,
     CountedWriteError,
     CounterError,
-    CounterUnderflowError,
     InvalidArgumentError,
-    LimitExceededError,
     MissingChildError,
     TransactionError,
     TransactionTooLargeError,
 )
-from .signals import limit_rejected, send_safely
-from .write._actions import Action, ChildAction, ChildEdit, RollupCheck
+from .write._actions import ChildEdit
 from .write._chunks import BulkOperation, Entry, plan_chunks
-from .write._commit import Refused, Work, commit, policy_for
-from .write._deltas import Decision, names_parents
+from .write._commit import Refused, Work, commit_in_part, policy_for
+from .write._deltas import names_parents
 from .write._plan import MAX_ACTIONS
 from .write._reads import stored_child
-from .write._recoveries import most_fundamental
-from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
+from .write._recoveries import BULK_RECOVERIES
+from .write._send import RetryPolicy
 from .write._stored import remember
 from .write._writes import Write, delete_write, save_write
 
@@ -280,105 +277,38 @@ def _planned(entries: List[Entry], max_actions: int) -> List[Write]:
 
 
 def _write_chunk(chunk: List[Entry], first: List[Write], retry: Optional[RetryPolicy], progress: _Progress) -> None:
-    """Commit one chunk; drop the children DynamoDB refuses and commit the rest as a new transaction, until it
-    commits. Every child's outcome goes to ``progress``; a :class:`CounterError` fails the children still
-    pending. ``first`` are the chunk's writes as planned; a later round, without the refused children, builds its
-    own."""
-    pending = list(chunk)
-    full_rounds = 0
-    writes = first
-    while pending:
-        policy = policy_for(writes, retry)
-        try:
-            outcome = commit(writes, str(uuid.uuid4()), policy, on_request=progress.count_request)
-        except CounterError as failure:  # retries exhausted, a request DynamoDB rejects, unreadable reasons
-            if len(pending) > 1 and isinstance(failure, TransactionError) and \
-                    failure.cause_response_code == "ValidationException":
-                # rejected as a whole, nothing written: some child cannot be written (too large, a value its
-                # attribute cannot hold); halves are sent apart until that child fails alone
-                half = len(pending) // 2
-                for part in (pending[:half], pending[half:]):
-                    _write_chunk(part, _writes(part), retry, progress)
-                return
-            progress.decide(pending, ChildStatus.FAILED, failure)
+    """Commit one chunk, in part: its commit leaves out the children DynamoDB refuses and commits the rest
+    (``_recoveries.RefusedLeftOut``, in the one recovery loop). Every child's outcome goes to ``progress``, a child
+    left out as it is; a :class:`CounterError` fails the children still pending. ``first`` are the chunk's writes
+    as planned."""
+    def left_out(position: int, error: CounterError) -> None:
+        status = ChildStatus.REJECTED if isinstance(error, CountedWriteError) else ChildStatus.FAILED
+        progress.decide([chunk[position]], status, error)
+
+    try:
+        outcome = commit_in_part(first, str(uuid.uuid4()), policy_for(first, retry), BULK_RECOVERIES,
+                                 on_request=progress.count_request, on_left_out=left_out)
+    except CounterError as failure:  # retries exhausted, a request DynamoDB rejects, unreadable reasons
+        pending = [entry for entry in chunk if entry[0] not in progress.outcomes]
+        if len(pending) > 1 and isinstance(failure, TransactionError) and \
+                failure.cause_response_code == "ValidationException":
+            # rejected as a whole, nothing written: some child cannot be written (too large, a value its
+            # attribute cannot hold); halves are sent apart until that child fails alone
+            half = len(pending) // 2
+            for part in (pending[:half], pending[half:]):
+                _write_chunk(part, _writes(part), retry, progress)
             return
-        if not isinstance(outcome, Refused):  # committed (now, or on an attempt whose response was lost)
-            progress.results.append(outcome.result)
-            for entry, action in zip(pending, outcome.plan.children):
-                status = ChildStatus.CHANGED if isinstance(action, ChildEdit) else \
-                    ChildStatus.ADDED if entry[1] is BulkOperation.SAVE else ChildStatus.REMOVED
-                progress.decide([entry], status)
-            return
-        blamed = _blame(pending, outcome)
-        if not blamed and full_rounds < (policy or DEFAULT_RETRY_POLICY).max_attempts and \
-                all(isinstance(error, LimitExceededError) for _, error in outcome.refused):
-            full_rounds += 1  # every child fits the room now stored: the parent changed meanwhile, send again
-            writes = _writes(pending)
-            continue
-        if not blamed:  # nothing to drop: the refusal is not any child's
-            progress.decide(pending, ChildStatus.FAILED, outcome.error)
-            return
-        for entry in pending:
-            if entry[0] in blamed:
-                error = blamed[entry[0]]
-                status = ChildStatus.REJECTED if isinstance(error, CountedWriteError) else ChildStatus.FAILED
-                progress.decide([entry], status, error)
-                if isinstance(error, LimitExceededError):
-                    send_safely(limit_rejected, type(entry[2]), instance=entry[2], error=error)
-        pending = [entry for entry in pending if entry[0] not in blamed]
-        writes = _writes(pending)
-
-
-def _blame(pending: List[Entry], refusal: Refused) -> Dict[int, CounterError]:
-    """Which pending children each refusal is about, and the one error each is reported with: of its own action's
-    refusal and its parents' refusals, the one a single write of it would raise (:func:`most_fundamental`).
-
-    A parent's failed floor is not blamed on its other children when one of its children was found missing in
-    the same round: that child's decrement, never to be applied, may be all that failed the floor (the rest are
-    sent again, and a real underflow shows again then).
-
-    A limit is admission control, exactly: of the children adding to a full (or nearly full) parent, those that
-    fit in the room the stored count leaves are kept, in input order, and only the others are refused
-    (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
-    countings: List[Decision] = [decision for decision in refusal.plan.decisions if decision is not None]
-
-    def counted_into(action: Action, counting: Decision) -> bool:
-        return any(c.parent is action.model and c.key == action.key and c.shard == action.shard
-                   for c in counting.deltas.changes) or \
-            (isinstance(action, RollupCheck) and (action.model, action.key) in counting.gone)
-
-    errors: Dict[int, List[CounterError]] = {}
-    for action, error in refusal.refused:
-        if isinstance(action, ChildAction):
-            errors.setdefault(pending[action.index][0], []).append(error)
-    missing = [counting for (n, _, _), counting in zip(pending, countings)
-               if any(isinstance(error, MissingChildError) for error in errors.get(n, ()))]
-    for action, error in refusal.refused:
-        if isinstance(action, ChildAction):
-            continue
-        if isinstance(error, CounterUnderflowError) and any(counted_into(action, counting) for counting in missing):
-            continue
-        admitted = _admitted(action, error, pending, countings) if isinstance(error, LimitExceededError) else set()
-        for (n, _, _), counting in zip(pending, countings):
-            if counted_into(action, counting) and n not in admitted:
-                errors.setdefault(n, []).append(error)
-    return {n: most_fundamental(found) for n, found in errors.items()}
-
-
-def _admitted(parent: Action, error: LimitExceededError, pending: List[Entry], countings: List[Decision]
-              ) -> Set[int]:
-    """The children, by input position, that fit in the room a limited parent has: every child taking from the
-    counter, and, in input order, each one adding to it while the room (the limit, less the stored count, plus
-    what the others take) lasts."""
-    def delta(counting: Decision) -> int:
-        return sum(c.delta for c in counting.deltas.changes
-                   if c.parent is parent.model and c.key == parent.key and c.attribute == error.attribute)
-
-    room = error.limit - error.stored - sum(delta(counting) for counting in countings if delta(counting) < 0)
-    admitted = set()
-    for (n, _, _), counting in zip(pending, countings):
-        change = delta(counting)
-        if change <= 0 or change <= room:
-            admitted.add(n)
-            room -= max(change, 0)
-    return admitted
+        progress.decide(pending, ChildStatus.FAILED, failure)
+        return
+    if outcome is None:  # every child was left out
+        return
+    if isinstance(outcome, Refused):  # the refusal is not any child's: nothing to leave out
+        progress.decide([entry for entry in chunk if entry[0] not in progress.outcomes], ChildStatus.FAILED,
+                        outcome.error)
+        return
+    progress.results.append(outcome.result)  # committed (now, or on an attempt whose response was lost)
+    for action in outcome.plan.children:
+        entry = chunk[action.index]
+        status = ChildStatus.CHANGED if isinstance(action, ChildEdit) else \
+            ChildStatus.ADDED if entry[1] is BulkOperation.SAVE else ChildStatus.REMOVED
+        progress.decide([entry], status)

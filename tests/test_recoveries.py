@@ -8,20 +8,28 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 from botocore.exceptions import ClientError
 
-from pynamodb_counters import RetryPolicy
-from pynamodb_counters.exceptions import ConditionFailedError, RetriesExhaustedError
+from pynamodb_counters import RetryPolicy, bulk_save
+from pynamodb_counters.exceptions import ConditionFailedError, LimitExceededError, RetriesExhaustedError
+from pynamodb_counters.streams import count_expiries
 from pynamodb_counters.write import _commit
+from pynamodb_counters.write._actions import ParentUpdate
 from pynamodb_counters.write._recoveries import (
+    BULK_RECOVERIES,
+    EXPIRY_RECOVERIES,
     RECOVERIES,
     DeletedMeanwhile,
     MissingShards,
+    RefusedLeftOut,
     RollupsGone,
     RollupsReturned,
+    RoomMadeMeanwhile,
     StaleBasis,
+    TakenOffAlready,
+    next_token,
 )
 from tests.client_hooks import hooked
-from tests.factories import raw_client
-from tests.models import Clap, DailyClaps, Message, Show, Thread, Video, View
+from tests.factories import like, post, raw_client
+from tests.models import Clap, DailyClaps, Game, Invite, Message, Player, Show, Thread, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -30,8 +38,7 @@ pytestmark = pytest.mark.usefixtures("dynamodb")
 def applied(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
     """The names of the recoveries that applied, in the order the commit applied them."""
     names: List[str] = []
-    for recovery in RECOVERIES:
-        kind = type(recovery)
+    for kind in {type(recovery) for recovery in BULK_RECOVERIES + EXPIRY_RECOVERIES}:
 
         def spy(self: Any, countings: Any, round: Any, _real: Callable[..., bool] = kind.recover) -> bool:
             done = _real(self, countings, round)
@@ -88,6 +95,16 @@ def test_the_recoveries_are_asked_in_their_documented_order() -> None:
     assert [recovery.budgeted for recovery in RECOVERIES] == [True, True, True, True, True, False]
     assert [recovery.new_request for recovery in RECOVERIES] == [True, True, True, True, True, False]
     assert [recovery.once for recovery in RECOVERIES] == [False, False, False, False, False, True]
+
+
+def test_a_commit_in_part_asks_its_own_recoveries_after_every_commit_s() -> None:
+    assert BULK_RECOVERIES[:6] == EXPIRY_RECOVERIES[:6] == RECOVERIES
+    assert [type(recovery).__name__ for recovery in BULK_RECOVERIES[6:]] == ["RefusedLeftOut", "RoomMadeMeanwhile"]
+    assert [type(recovery).__name__ for recovery in EXPIRY_RECOVERIES[6:]] == ["TakenOffAlready"]
+    for recovery in BULK_RECOVERIES[6:] + EXPIRY_RECOVERIES[6:]:  # each answers a refusal that would stand
+        assert recovery.new_transaction and not recovery.budgeted and recovery.new_request and not recovery.once
+    assert [recovery.capped for recovery in BULK_RECOVERIES[6:]] == [False, True]
+    assert not any(recovery.new_transaction or recovery.capped for recovery in RECOVERIES)
 
 
 def test_a_stale_basis_is_learned_from_the_stored_child(applied: List[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,3 +233,67 @@ def test_missing_shard_items_are_created_and_the_same_request_sent_again(applied
     View(pk="VIDEO#old", sk="VIEW#USER#u7").save()
     assert MissingShards.__name__ in applied and tokens[0] == tokens[-1]  # the same request, the same token
     assert Video.view_count.total(("VIDEO#old", "META")) == 1
+
+
+# -- the recoveries of a commit in part: a bulk write's chunk, a batch of expiries --------------------------------
+@pytest.mark.usefixtures("dynamodb")
+def test_a_bulk_write_s_refused_children_are_left_out_by_its_commit(applied: List[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    post("POST#a")
+    like(1, "POST#a").save()
+    tokens = sends(monkeypatch, {})
+    result = bulk_save([like(n, "POST#a") for n in range(3)])
+    assert applied == [RefusedLeftOut.__name__]
+    assert [o.status for o in result.outcomes] == ["added", "rejected", "added"] and result.requests == 2
+    assert tokens == [tokens[0], next_token(tokens[0])]  # one commit: the rest is a new request of it
+    assert result.results[0].attempts == 1  # a new transaction: its attempts count afresh
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_a_bulk_write_refused_on_a_limit_every_child_fits_is_sent_again(applied: List[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal reads a parent with room for every child (as if it changed between the condition and the
+    read): none is blamed, and the same children are sent again, as a new transaction."""
+    Game(pk="GAME#g1", sk="META").save()
+    real = ParentUpdate.failed
+    calls: List[int] = []
+
+    def failed(self: ParentUpdate, said: Any) -> Any:
+        error = real(self, said)
+        calls.append(1)
+        if len(calls) == 1 and isinstance(error, LimitExceededError):
+            error.stored = 0  # the room the stored count leaves: every child fits
+        return error
+
+    def full() -> None:
+        raw_client(None).update_item(TableName="Games", Key={"pk": {"S": "GAME#g1"}, "sk": {"S": "META"}},
+                                     UpdateExpression="SET players = :n", ExpressionAttributeValues={":n": {"N": "3"}})
+
+    def room() -> None:
+        raw_client(None).update_item(TableName="Games", Key={"pk": {"S": "GAME#g1"}, "sk": {"S": "META"}},
+                                     UpdateExpression="SET players = :n", ExpressionAttributeValues={":n": {"N": "0"}})
+
+    monkeypatch.setattr(ParentUpdate, "failed", failed)
+    tokens = sends(monkeypatch, {1: full, 2: room})
+    result = bulk_save([Player(pk="GAME#g1", sk=f"PLAYER#u{n}") for n in range(2)])
+    assert applied == [RoomMadeMeanwhile.__name__] and len(tokens) == 2 and tokens[1] == next_token(tokens[0])
+    assert [o.status for o in result.outcomes] == ["added", "added"]
+    assert Game.get("GAME#g1", "META", consistent_read=True).players == 2
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_expiries_taken_off_already_are_left_out_by_their_commit(applied: List[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_expiring import counters, event, expired_invites, invite, team
+
+    team()
+    invite("ann")
+    invite("bob")
+    removals = [record for record in event(expired_invites("ann", "bob"))["Records"]
+                if record["eventName"] == "REMOVE"]
+    count_expiries({"Records": removals[:1]}, models=[Invite])
+    applied.clear()
+    tokens = sends(monkeypatch, {})
+    result = count_expiries({"Records": removals}, models=[Invite])
+    assert applied == [TakenOffAlready.__name__] and tokens == [tokens[0], next_token(tokens[0])]
+    assert len(result.counted) == 1 and len(result.skipped) == 1 and counters()["invites"] == 0

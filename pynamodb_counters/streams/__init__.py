@@ -42,15 +42,14 @@ from ..exceptions import (
     ChildValueError,
     ConfigurationError,
     CounterError,
-    DuplicateChildError,
     InvalidArgumentError,
     ParentKeyError,
 )
-from ..write._commit import Done, commit, policy_for
+from ..write._commit import Refused, commit_in_part, policy_for
 from ..write._deltas import deltas
-from ..write._expiries import ExpiryMarker, expiry_write
+from ..write._expiries import expiry_write
 from ..write._plan import MAX_ACTIONS
-from ..write._recoveries import next_token
+from ..write._recoveries import EXPIRY_RECOVERIES
 from ..write._send import RetryPolicy
 from ..write._writes import Write
 
@@ -168,29 +167,28 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
     gone: List[CounterChange] = []
     capacity: List[Mapping[str, Any]] = []
     for chunk in _chunks(expiries):
-        pending = list(chunk)
-        token = str(uuid.uuid4())
+        left: Set[int] = set()
+
+        def taken_off(position: int, error: CounterError, chunk: List[_Expiry] = chunk, left: Set[int] = left
+                      ) -> None:
+            left.add(position)  # its marker is stored: a batch delivered again (``_recoveries.TakenOffAlready``)
+            skipped.append(Skipped(chunk[position].event, chunk[position].sequence, SkipReason.TAKEN_OFF))
+
+        writes = [expiry.write for expiry in chunk]
         try:
-            while pending:
-                writes = [expiry.write for expiry in pending]
-                outcome = commit(writes, token, policy_for(writes, retry))
-                if isinstance(outcome, Done):
-                    counted.extend(expiry.event for expiry in pending)
-                    changes.extend(outcome.result.changes)
-                    gone.extend(outcome.result.rollups_gone)
-                    capacity.extend(outcome.result.consumed_capacity)
-                    break
-                again = {action.index for action, error in outcome.refused
-                         if isinstance(action, ExpiryMarker) and isinstance(error, DuplicateChildError)}
-                if not again:
-                    outcome.raise_error()
-                skipped.extend(Skipped(expiry.event, expiry.sequence, SkipReason.TAKEN_OFF)
-                               for index, expiry in enumerate(pending) if index in again)
-                pending = [expiry for index, expiry in enumerate(pending) if index not in again]
-                token = next_token(token)
+            outcome = commit_in_part(writes, str(uuid.uuid4()), policy_for(writes, retry), EXPIRY_RECOVERIES,
+                                     on_left_out=taken_off)
+            if isinstance(outcome, Refused):
+                outcome.raise_error()
         except (CounterError, PynamoDBException) as refused:
-            stop = (pending[0].event, pending[0].sequence, refused)
+            first = next(expiry for position, expiry in enumerate(chunk) if position not in left)
+            stop = (first.event, first.sequence, refused)
             break
+        if outcome is not None:  # committed; None: every expiry of the chunk was taken off already
+            counted.extend(expiry.event for position, expiry in enumerate(chunk) if position not in left)
+            changes.extend(outcome.result.changes)
+            gone.extend(outcome.result.rollups_gone)
+            capacity.extend(outcome.result.consumed_capacity)
     if stop is None:
         return ExpiryResult(None, counted, skipped, changes, gone, capacity, None)
     event_id, sequence, failure = stop

@@ -20,8 +20,18 @@ it learned otherwise, or ``None`` where it does not apply; the commit's unit of 
   deleted by TTL are taken off: leave out what those children counted in them, as their counters went with them.
 * :class:`MissingShards`: a parent stored before its counter was sharded: create its shard items, send again.
 
+Where a refusal would stand, a commit that may commit in part asks more (:data:`BULK_RECOVERIES`,
+:data:`EXPIRY_RECOVERIES`); each makes the writes it keeps a new transaction:
+
+* :class:`RefusedLeftOut`: a bulk write's refused children are left out, each with the error its own write would
+  raise, and the rest sent again.
+* :class:`RoomMadeMeanwhile`: a bulk write refused on limits alone, every child fitting the room the stored
+  counts leave: the parent changed meanwhile, send the same children again.
+* :class:`TakenOffAlready`: expiries whose marker is stored (a batch delivered again) are left out, the rest
+  sent again.
+
 Each says whether it counts against the retry policy's attempts, whether the write is then a new request (a
-derived token) and whether it may apply only once.
+derived token), whether it may apply only once, and whether it makes a new transaction.
 """
 from __future__ import annotations
 
@@ -62,9 +72,10 @@ from ._shard_items import create_shards
 from ._stored import Stored, deciding
 from ._writes import WriteKind
 
-__all__ = ["Attempt", "DeletedMeanwhile", "ExpiredParentsGone", "MissingShards", "RECOVERIES", "Recovery",
-           "Refusal", "RollupsGone", "RollupsReturned", "Round", "StaleBasis", "explain", "most_fundamental",
-           "next_token", "proven", "refusal_of", "standing", "standing_refused"]
+__all__ = ["Attempt", "BULK_RECOVERIES", "DeletedMeanwhile", "EXPIRY_RECOVERIES", "ExpiredParentsGone",
+           "MissingShards", "RECOVERIES", "Recovery", "Refusal", "RefusedLeftOut", "RollupsGone", "RollupsReturned",
+           "RoomMadeMeanwhile", "Round", "StaleBasis", "TakenOffAlready", "explain", "most_fundamental", "next_token",
+           "proven", "refusal_of", "standing", "standing_refused"]
 
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
 # underflow: deleting an absent like of a post whose counter drifted to 0 flags both, and the floor only failed
@@ -366,9 +377,59 @@ class MissingShards(Recovery):
         return attempt if created > 0 else None  # counted from the same: the same request, sent again
 
 
+class RefusedLeftOut(Recovery):
+    """A bulk write's refused children are left out, each with the one error it is reported with (the one a
+    single write of it would raise, :func:`blamed`), and the rest sent again as a new transaction."""
+
+    budgeted = False
+    new_transaction = True
+
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        blame = blamed(round)
+        if not blame:
+            return None
+        return replace(attempt, left_out=attempt.left_out + tuple(sorted(blame.items(), key=lambda pair: pair[0])))
+
+
+class RoomMadeMeanwhile(Recovery):
+    """A bulk write refused on limits alone, blamed on none of its children: each fits the room the stored counts
+    leave, so the parent changed meanwhile. The same children are sent again as a new transaction, at most the
+    retry policy's ``max_attempts`` times."""
+
+    budgeted = False
+    new_transaction = True
+    capped = True
+
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        if blamed(round) or not all(isinstance(error, LimitExceededError) for _, error in standing_refused(round)):
+            return None
+        return attempt
+
+
+class TakenOffAlready(Recovery):
+    """Expiries refused because their stream record's marker is stored (a batch delivered again: taken off before)
+    are left out, and the rest sent again as a new transaction."""
+
+    budgeted = False
+    new_transaction = True
+
+    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+        again = tuple((action.index, error) for action, error in standing_refused(round)
+                      if isinstance(action, ChildAction) and action.write.kind is WriteKind.EXPIRY
+                      and isinstance(error, DuplicateChildError))
+        return replace(attempt, left_out=attempt.left_out + again) if again else None
+
+
 RECOVERIES: Tuple[Recovery, ...] = (StaleBasis(), DeletedMeanwhile(), RollupsReturned(), RollupsGone(),
                                     ExpiredParentsGone(), MissingShards())
 """Every recovery of a commit of the whole transaction or nothing, in the order the commit asks them."""
+
+BULK_RECOVERIES: Tuple[Recovery, ...] = RECOVERIES + (RefusedLeftOut(), RoomMadeMeanwhile())
+"""A bulk write's: its refused children left out, the rest committed."""
+
+EXPIRY_RECOVERIES: Tuple[Recovery, ...] = RECOVERIES + (TakenOffAlready(),)
+""":func:`~pynamodb_counters.streams.count_expiries`'s: expiries taken off already left out, the rest committed."""
+
 
 def _left_gone(attempt: Attempt, gone: Sequence[Tuple[int, Parent]]) -> Optional[Attempt]:
     """``attempt`` with each parent in ``gone`` left out of what the write at its position counts."""
@@ -421,6 +482,62 @@ def _feeding(decisions: Sequence[Optional[Decision]], update: Action
             for first, pairs in ((False, decision.deltas.removed), (True, decision.deltas.added),
                                  (False, decision.deltas.changed))
             for relation, change in pairs if change.parent is update.model and change.key == update.key]
+
+
+def blamed(round: Round) -> Dict[int, CounterError]:
+    """Which writes (by position) a bulk write's refusal is about, each with the one error it is reported with: of
+    its own action's refusal and its parents' refusals, the one a single write of it would raise
+    (:func:`most_fundamental`).
+
+    A parent's failed floor is not blamed on its other children when one of its children was found missing in
+    the same round: that child's decrement, never to be applied, may be all that failed the floor (the rest are
+    sent again, and a real underflow shows again then).
+
+    A limit is admission control, exactly: of the children adding to a full (or nearly full) parent, those that
+    fit in the room the stored count leaves are kept, in input order, and only the others are refused
+    (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
+    refused = standing_refused(round)
+    decisions = [(position, decision) for position, decision in enumerate(round.decisions) if decision is not None]
+
+    def counted_into(action: Action, decision: Decision) -> bool:
+        return any(c.parent is action.model and c.key == action.key and c.shard == action.shard
+                   for c in decision.deltas.changes) or \
+            (isinstance(action, RollupCheck) and (action.model, action.key) in decision.gone)
+
+    errors: Dict[int, List[CounterError]] = {}
+    for action, error in refused:
+        if isinstance(action, ChildAction):
+            errors.setdefault(action.index, []).append(error)
+    missing = [decision for position, decision in decisions
+               if any(isinstance(error, MissingChildError) for error in errors.get(position, ()))]
+    for action, error in refused:
+        if isinstance(action, ChildAction):
+            continue
+        if isinstance(error, CounterUnderflowError) and any(counted_into(action, decision) for decision in missing):
+            continue
+        admitted = _admitted(action, error, decisions) if isinstance(error, LimitExceededError) else set()
+        for position, decision in decisions:
+            if counted_into(action, decision) and position not in admitted:
+                errors.setdefault(position, []).append(error)
+    return {position: most_fundamental(found) for position, found in errors.items()}
+
+
+def _admitted(parent: Action, error: LimitExceededError, decisions: List[Tuple[int, Decision]]) -> Set[int]:
+    """The children, by position, that fit in the room a limited parent has: every child taking from the
+    counter, and, in input order, each one adding to it while the room (the limit, less the stored count, plus
+    what the others take) lasts."""
+    def delta(decision: Decision) -> int:
+        return sum(c.delta for c in decision.deltas.changes
+                   if c.parent is parent.model and c.key == parent.key and c.attribute == error.attribute)
+
+    room = error.limit - error.stored - sum(delta(decision) for _, decision in decisions if delta(decision) < 0)
+    admitted = set()
+    for position, decision in decisions:
+        change = delta(decision)
+        if change <= 0 or change <= room:
+            admitted.add(position)
+            room -= max(change, 0)
+    return admitted
 
 
 def relearned(action: ChildAction, item: Any) -> Optional[Stored]:
