@@ -63,8 +63,8 @@ __all__ = ["BulkOperation", "BulkResult", "ChildOutcome", "ChildStatus", "bulk_d
 
 class ChildStatus(str, Enum):
     """What happened to one child of a bulk write (:attr:`ChildOutcome.status`). Each equals its text
-    (``ChildStatus.ADDED == "added"``): ``outcome.status == "added"`` holds, as it did when statuses were
-    strings."""
+    (``ChildStatus.ADDED == "added"``, and ``str()`` gives it): ``outcome.status == "added"`` holds, as it did
+    when statuses were strings."""
 
     ADDED = "added"
     """A new child, saved and counted."""
@@ -83,6 +83,9 @@ class ChildStatus(str, Enum):
     UNSENT = "unsent"
     """Only in a :class:`~pynamodb_counters.exceptions.BulkWriteError`'s ``result``: the call stopped before its
     chunk was sent; nothing was written for it."""
+
+    def __str__(self) -> str:  # its text, printed or formatted, on every Python
+        return str(self.value)
 
 
 @dataclass(frozen=True)

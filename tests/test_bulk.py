@@ -372,5 +372,6 @@ def test_outcomes_carry_enums_that_equal_their_text() -> None:
     assert (third.operation, third.status) == (BulkOperation.DELETE, ChildStatus.REJECTED)
     assert (second.operation, second.status) == ("save", "added") and third.operation == "delete"  # as text
     assert second.status in ("added", "changed") and {second.status: 1}["added"] == 1  # hashed as its text
+    assert (str(second.status), f"{third.operation}", f"{second.status:>6}") == ("added", "delete", " added")
     assert [status.value for status in ChildStatus] == ["added", "changed", "removed", "rejected", "failed", "unsent"]
     assert [operation.value for operation in BulkOperation] == ["save", "delete"]

@@ -22,12 +22,15 @@ __all__ = ["BulkOperation", "Entry", "plan_chunks"]
 
 class BulkOperation(str, Enum):
     """What a bulk write does with a child (:attr:`~pynamodb_counters.ChildOutcome.operation`); each equals its
-    text (``BulkOperation.SAVE == "save"``)."""
+    text (``BulkOperation.SAVE == "save"``, and ``str()`` gives it)."""
 
     SAVE = "save"
     """Saved and counted: a create, or an edit of the stored child, its counts following the change."""
     DELETE = "delete"
     """Deleted and uncounted."""
+
+    def __str__(self) -> str:  # its text, printed or formatted, on every Python
+        return str(self.value)
 
 
 Entry = Tuple[int, BulkOperation, Model]

@@ -79,8 +79,8 @@ class Done:
 @dataclass(frozen=True)
 class Refused:
     """DynamoDB refused a plan; nothing was written, and ``duplicate_rejected`` / ``missing_rejected`` were sent
-    (``limit_rejected`` waits for :meth:`raise_error`, or for the bulk write that knows which children it
-    refuses).
+    (``limit_rejected`` waits for :meth:`raise_error`: a bulk write's commit sends it for each child it leaves
+    out beyond a full parent's room).
 
     :ivar plan: the plan of the refused attempt (with what each write was decided as).
     :ivar refused: each refused action whose error stands, with it.
@@ -128,9 +128,10 @@ class Work:
         self.applied: Counter[Recovery] = Counter()
 
     @property
-    def empty(self) -> bool:
-        """Whether every write was left out: nothing is left to send."""
-        return len(self.attempt.out) == len(self.writes)
+    def emptied(self) -> bool:
+        """Whether the recoveries left every write out: nothing is left to send (an empty transaction is refused
+        when it is planned)."""
+        return bool(self.attempt.left_out) and len(self.attempt.out) == len(self.writes)
 
     def plan(self) -> Plan:
         """Decide each counted write's changes, from what the attempt counts it from, and plan the transaction of
@@ -236,7 +237,7 @@ def _commit(work: Work, policy: RetryPolicy, recoveries: Sequence[Recovery], ret
     first = [recovery for recovery in recoveries if not recovery.new_transaction]
     last = [recovery for recovery in recoveries if recovery.new_transaction]
     work.read_unknown()
-    while not work.empty:
+    while not work.emptied:
         planned = work.plan()
         try:
             sent = send(planned.actions[0].model, planned.items, planned.token, policy=policy, made=work.requests,
@@ -322,8 +323,8 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
 
 def signal_refusals(refused: Sequence[Tuple[Action, CounterError]]) -> None:
     """Send ``duplicate_rejected`` and ``missing_rejected`` for the refused children among ``refused``
-    (``limit_rejected`` waits for the caller to know which children the limit refuses: all of a single write's,
-    only those beyond the room in a bulk write)."""
+    (``limit_rejected`` waits until it is known which children the limit refuses: all of a single write's, only
+    those a bulk write leaves out, beyond the room)."""
     for action, error in refused:
         if not isinstance(action, ChildAction):
             continue

@@ -1,14 +1,15 @@
 """
-Reading a cancelled TransactWriteItems back onto its plan, pure, no I/O: which actions DynamoDB refused, each
+Reading a cancelled TransactWriteItems back onto its plan (pure, no I/O): which actions DynamoDB refused, each
 with the error its action reads into it (:meth:`~pynamodb_counters.write._actions.Action.refusal`); whether the
 refusal is in fact this write's own commit, seen again after a lost response; which error wins among several;
 and what a rejected request (a missing table, an item too large) means.
 
 What a refusal teaches, one small named recovery each (:data:`RECOVERIES`, in the order the commit asks them):
 a refused attempt wrote nothing, so the write is counted again from what DynamoDB returned and sent again, in the
-same call, within its retry policy. A recovery assigns nothing: it returns the next :class:`Attempt` (what the
-writes are counted from, which are left out), a :class:`~pynamodb_counters.write._deltas.Counting` replaced where
-it learned otherwise, or ``None`` where it does not apply; the commit's unit of work takes what it returns.
+same call, within its retry policy. A recovery assigns nothing: it returns the next :class:`Attempt` (each write's
+:class:`~pynamodb_counters.write._deltas.Counting`, replaced where it learned otherwise, and the writes left out)
+or ``None`` where it does not apply, and the commit's unit of work takes what it returns. Two read or write the
+table: :class:`ExpiredParentsGone` reads a shard item, :class:`MissingShards` creates shard items.
 
 * :class:`StaleBasis`: the stored child counts otherwise than the state its deltas came from (an instance
   edited in memory, a child changed since it was loaded, or created again since an edit found it deleted): count
