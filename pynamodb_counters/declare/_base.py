@@ -110,13 +110,12 @@ declarations, built on first use (see ``_spec``)."""
 
 def forget_specs(model: type) -> None:
     """Drop the spec held by ``model`` and by each of its subclasses, to be built again on next use: a relation
-    registered after the class body (``Category.parent = counted_by(...)``) is in none of them."""
-    pending: List[type] = [model]
-    while pending:
-        klass = pending.pop()
+    registered after the class body (``Category.parent = counted_by(...)``) is in none of them, a counter
+    redeclared is in none of them as it is now. The specs of every other counted model go too: a child's holds
+    its relations compiled, each with its parent's spec."""
+    for klass in counted_classes():
         if SPEC_HELD in klass.__dict__:
             delattr(klass, SPEC_HELD)
-        pending.extend(klass.__subclasses__())
 
 
 def same_class(one: type, other: type) -> bool:

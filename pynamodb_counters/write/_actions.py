@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
-from pynamodb.constants import ALL_OLD
+from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .._compat import ItemId, item_id, key_request, saved_version, serialized_key_request, version_condition
+from .._compat import ItemId, item_id, key_request, version_condition
 from ..declare._base import (
     DECLARED,
     EDIT_ID,
@@ -73,7 +73,7 @@ from ._conditions import created_parent_condition, parent_condition, pending_fol
 from ._context import counting_skipped
 from ._deltas import Counting, Deltas
 from ._items import count_of, stored_of
-from ._stored import Stored, as_loaded
+from ._stored import Stored, deciding, read_by
 from ._writes import Write, WriteKind, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,10 +81,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action as UpdateAction
     from pynamodb.models import Model
 
-    from ..declare._relations import Relation
+    from ..declare._spec import RelationSpec
 
 __all__ = ["Action", "CHECK_FAILED", "Cancellation", "ChildAction", "ChildDelete", "ChildEdit", "ChildPut",
-           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "parent_request",
+           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "item_of", "keyed_request",
+           "parent_request",
            "pending_fold_refusal", "pynamodb_view", "shard_items", "stale_shapes"]
 
 KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
@@ -168,6 +169,39 @@ def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
     return None
 
 
+def item_of(model: Type[Model], spec: ModelSpec, key: Tuple[Any, ...]) -> ItemId:
+    """The identity of the item ``key`` of ``model`` within a transaction (``_compat.item_id``): a string key of a
+    model whose key attributes are plain strings (``spec``, its spec, says) is its own serialized value."""
+    if spec.string_keys:
+        hash_key = key[0]
+        range_key = key[1] if len(key) > 1 else None
+        if type(hash_key) is str and hash_key and (range_key is None or type(range_key) is str and range_key):
+            return model.Meta.table_name, hash_key, range_key
+    return item_id(model, key)
+
+
+def keyed_request(model: Type[Model], where: ItemId, **kwargs: Any) -> Dict[str, Any]:
+    """A transaction action's request on the item ``where`` (its identity: the key serialized) of ``model``, built
+    by its PynamoDB connection; a refusal returns the item (``ALL_OLD``)."""
+    request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
+        where[1], range_key=where[2], key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
+    return request
+
+
+def saved_version(instance: Model, actions: List[UpdateAction]) -> Optional[Condition]:
+    """What PynamoDB's ``save()`` does with a ``VersionAttribute``, as Update actions: append setting the version
+    to the instance's plus one (``1`` when it has none) to ``actions``, and return the condition that the stored
+    version is the instance's (``None`` without a ``VersionAttribute``)."""
+    name = type(instance)._version_attribute_name
+    if not name:
+        return None
+    attribute = type(instance).get_attributes()[name]
+    value = getattr(instance, name)
+    actions.append(attribute.set(value + 1 if value else 1))
+    condition: Condition = attribute == value if value else attribute.does_not_exist()
+    return condition
+
+
 def pynamodb_view(instance: Model) -> Any:
     """``instance`` as PynamoDB sees it, past :class:`~pynamodb_counters.CounterMixin`: the mixin refuses its
     request helpers to other callers (PynamoDB's ``TransactWrite``), which would bypass counting."""
@@ -215,12 +249,16 @@ class ChildAction(Action):
         """What the child is stored as once the action commits (``None``: deleted)."""
         return self.instance.serialize(null_check=False)
 
-    def condition(self, basis: Stored, *others: Model) -> Condition:
-        """An edit's, update's or delete's condition: the child is stored, and the attributes that decide its
-        parents (read on ``basis`` as loaded or on ``others``) hold what ``basis`` holds, the stored child its
-        deltas were counted from; then the caller's condition."""
+    def condition(self, basis: Stored) -> Condition:
+        """An edit's, update's or delete's condition: the child is stored, and the attributes that decided its
+        deltas (as its relations' functions read them while they were decided: ``Counting.decided_by``) hold what
+        ``basis`` holds, the stored child they were counted from; then the caller's condition."""
         stored: Condition = self.write.spec.keys[0].exists()
-        same = basis.kept(*others, spec=self.write.spec)
+        decided_by = self.counting.decided_by
+        if decided_by is None:  # a plan made without deciding: what would decide them now
+            states = [basis.view, self.instance] + ([self.counting.after.view] if self.counting.after else [])
+            decided_by = deciding(self.model, read_by(self.write.spec.counting, states))
+        same = basis.unchanged(decided_by)
         if same is not None:
             stored &= same
         given = self.write.condition
@@ -272,17 +310,15 @@ class ChildEdit(ChildAction):
         if self.write.kind is WriteKind.UPDATE:
             assert self.counting.after is not None
             request: Dict[str, Any] = pynamodb_view(self.instance).get_update_kwargs_from_instance(
-                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis, self.counting.after.view),
+                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis),
                 return_values_on_condition_failure=ALL_OLD, add_version_condition=self.write.add_version_condition)
             return request
-        loaded = self.counting.loaded  # as decided; a plan made without deciding builds it
-        condition = self.condition(basis, as_loaded(self.instance, self.write.spec) if loaded is None else loaded,
-                                   self.instance)
+        condition = self.condition(basis)
         actions = [*parent_save_actions(self.instance, self.write.spec), EDITED_BY.set(token)]
         version = saved_version(self.instance, actions)  # as save() writes it: the local version plus one
         if version is not None and self.write.add_version_condition:
             condition &= version
-        return key_request(self.model, self.key, condition=condition, actions=actions)
+        return keyed_request(self.model, self.where, condition=condition, actions=actions)
 
     def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         if self.counting.after is not None:  # an update: its stored result, NULLs and all
@@ -310,7 +346,7 @@ class ChildDelete(ChildAction):
     def request(self, token: str) -> Dict[str, Any]:
         basis = self.counting.basis
         assert basis is not None
-        condition = self.condition(basis, self.instance)
+        condition = self.condition(basis)
         if self.write.with_shards and self.write.spec.counters:  # only the shard items it deletes with it
             condition &= pending_fold(self.model) & not_a_shard()
         request: Dict[str, Any] = pynamodb_view(self.instance).get_delete_kwargs_from_instance(
@@ -358,7 +394,7 @@ class ParentUpdate(Action):
     verb = "Update"
 
     def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
-                 relation: Relation, spec: ModelSpec) -> None:
+                 relation: RelationSpec, spec: ModelSpec) -> None:
         super().__init__(model, key, where)
         wrong = oversized_key(where[1:])
         if wrong is not None:
@@ -530,7 +566,7 @@ def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
             if version is not None:
                 condition = version if condition is None else condition & version
         actions = extra + actions
-    return serialized_key_request(model, update.where[1], update.where[2], condition=condition, actions=actions)
+    return keyed_request(model, update.where, condition=condition, actions=actions)
 
 
 def _created_with(model: Type[Model], spec: ModelSpec, defaults: Dict[str, Any]) -> List[UpdateAction]:
@@ -559,8 +595,7 @@ class ShardItem(Action):
 
     def request(self, token: str) -> Dict[str, Any]:
         kwargs: Dict[str, Any] = {"actions": [SHARD.set(self.shard)]} if self.create else {}
-        return serialized_key_request(self.model, self.where[1], self.where[2],
-                                      condition=shard_or_absent(self.model), **kwargs)
+        return keyed_request(self.model, self.where, condition=shard_or_absent(self.model), **kwargs)
 
     def failed(self, said: Cancellation) -> CounterError:
         if said.item and not is_shard_item(said.item):

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Ty
 
 from .._compat import ItemId, item_id
 from ..declare._shards import shard_key
-from ..declare._spec import spec_of
 from ..exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 from ._actions import (
     Action,
@@ -34,9 +33,10 @@ from ._actions import (
     ParentUpdate,
     Passthrough,
     RollupCheck,
+    item_of,
     shard_items,
 )
-from ._deltas import Counting
+from ._deltas import Counting, feed_of, parent_defaults
 from ._expiries import ExpiryMarker
 from ._stored import as_loaded
 from ._writes import Write, WriteKind
@@ -44,7 +44,7 @@ from ._writes import Write, WriteKind
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from ..declare._relations import Relation
+    from ..declare._spec import RelationSpec
 
 __all__ = ["MAX_ACTIONS", "Plan", "plan"]
 
@@ -80,7 +80,7 @@ def plan(writes: Sequence[Write], countings: Sequence[Optional[Counting]], token
     parents = _parent_updates(writes, countings)
     actions: List[Action] = []
     for index, (write, counting) in enumerate(zip(writes, countings)):
-        where = item_id(write.model, write.key)
+        where = item_of(write.model, write.spec, write.key)
         update = parents.get(where)
         if update is not None and write.kind in (WriteKind.OTHER_UPDATE, WriteKind.CHECK) and update.merged is None:
             update.merged = write
@@ -133,20 +133,22 @@ def _parent_updates(writes: Sequence[Write], countings: Sequence[Optional[Counti
         found = counting.deltas
         for first, pairs in ((False, found.removed), (True, found.added), (False, found.changed)):
             for relation, change in pairs:
-                where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
+                where = item_of(change.parent, relation.parent_spec,
+                                shard_key(change.key, change.shard) if change.shard else change.key)
                 update = parents.get(where)
                 if update is None:
                     update = parents[where] = ParentUpdate(change.parent, change.key, change.shard, where, relation,
-                                                           spec_of(change.parent))
+                                                           relation.parent_spec)
                 elif update.model is not change.parent:
                     update.model = _one_model(update, change.parent, relation)
-                    update.spec = spec_of(update.model)
+                    if update.model is change.parent:
+                        update.spec = relation.parent_spec
                 update.deltas[change.attribute] = update.deltas.get(change.attribute, 0) + change.delta
-                update.fed_by.add(relation.feed)
+                update.fed_by.add(feed_of(relation))
                 update.rollup = update.rollup and relation.create_parent
                 update.creates = update.creates and relation.create_parent and first
                 if relation.create_parent and first and change.delta >= 0 and update.defaults is None:
-                    update.defaults = relation.parent_defaults(_stored_state(write, counting))
+                    update.defaults = parent_defaults(relation, _stored_state(write, counting))
     for counting in countings:  # a rollup found gone that a write counts into again must still be absent
         for model, key in counting.gone if counting is not None else ():
             update = parents.get(item_id(model, key))
@@ -177,7 +179,7 @@ def _rollup_checks(countings: Sequence[Optional[Counting]], parents: Dict[ItemId
     return checks
 
 
-def _one_model(update: ParentUpdate, model: Type[Model], relation: Relation) -> Type[Model]:
+def _one_model(update: ParentUpdate, model: Type[Model], relation: RelationSpec) -> Type[Model]:
     """The model of one parent item counted into by two relations: the more derived of the two (a subclass's
     counter and its base's on one item of a single-table model).
 
