@@ -153,7 +153,7 @@ class Relation:
 
     def register(self, owner: Type[Any], name: str, in_body: bool = False) -> None:
         """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
-        assigned after it (see ``_spec``). Any spec built before for ``owner`` or its subclasses is dropped.
+        assigned after it (see ``_spec``). Every spec built before is dropped (``_base.forget_specs``).
 
         :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
           class body, none of the class's relations (the class is not made).
@@ -173,8 +173,7 @@ class Relation:
             self.counter._feeders.append(self)
             note_declared()
             UNREGISTERED.discard(weakref.ref(self))
-        if not in_body:
-            forget_specs(owner)
+        forget_specs(owner)  # every spec: its model's holds its relations, its parent's the requests it fed
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:

@@ -36,7 +36,6 @@ from pynamodb.expressions.condition import Condition
 
 from .._compat import ItemId, item_id, key_request, version_condition
 from ..declare._base import (
-    DECLARED,
     EDIT_ID,
     EDITED_BY,
     FED_BY,
@@ -477,11 +476,12 @@ class ParentUpdate(Action):
 
 def parent_request(update: ParentUpdate) -> Dict[str, Any]:
     """``update``'s request. It depends only on the declarations and the update's shape (which deltas, which
-    feeds, whether it creates its parent, its table, the subclasses of a single-table model and the relations
-    declared so far), but for the key, a caller's merged update, a created parent's defaults and a gone rollup
-    that must still be absent (those three are built afresh every time): each shape is built once through
-    PynamoDB and then copied with the next key. The shapes are held on the model's spec, which
-    is dropped, and them with it, when one of its counters is redeclared (its shards or its limit changed)."""
+    feeds, whether it creates its parent, its table, the subclasses of a single-table model), but for the key, a
+    caller's merged update, a created parent's defaults and a gone rollup that must still be absent (those three
+    are built afresh every time): each shape is built once through PynamoDB and then copied with the next key.
+    The shapes are held on the model's spec, which is dropped, and them with it, when a relation is declared
+    (another model's feeds in the table may change) or one of its counters is redeclared (its shards or its
+    limit changed)."""
     spec = update.spec
     if update.merged is not None or (update.creates and update.defaults) or update.absent:
         return _built(update, spec)
@@ -524,8 +524,7 @@ def _shape(update: ParentUpdate, spec: ModelSpec) -> Any:
     discriminator = spec.discriminator  # its guard names the subclasses known: more may be declared
     return (model.Meta.table_name,  # PynamoDB follows a table name changed at run time
             bool(update.shard), tuple(update.deltas.items()), frozenset(update.fed_by), update.creates,
-            update.rollup, None if discriminator is None else tuple(discriminator.get_registered_subclasses(model)),
-            DECLARED[0])  # the relations declared so far: other models' feeds in the table (foreign_feeds)
+            update.rollup, None if discriminator is None else tuple(discriminator.get_registered_subclasses(model)))
 
 
 def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
