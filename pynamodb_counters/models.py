@@ -186,7 +186,7 @@ class CounterMixin(CountedBase):
             refuse_options(self, "update", retry=retry, token=token)
             return self._update_stored(actions, condition, args, kwargs)
         result = _commit_one(write, value(retry), check_token(value(token)), None)
-        stored = stored_of(self)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
+        stored = stored_of(self, write.key)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
         if write.unknown or stored is None:
             self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
         else:

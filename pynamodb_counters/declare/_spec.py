@@ -89,7 +89,8 @@ class RelationSpec:
     """A relation compiled, once, into what a counted write reads of it (``write._deltas`` runs its functions).
 
     :ivar relation: the declaration (errors name it).
-    :ivar parent_model: the model that declares the counter; :ivar parent_spec: its spec.
+    :ivar parent_model: the model that declares the counter.
+    :ivar parent_spec: its spec.
     :ivar attribute: the counter's Python name on the parent.
     :ivar feed: the entry a counted write records in the parent's feeder set (``_cfeed``), for :attr:`tables`
       (the parent's and the child's table names it was compiled with: a table renamed at run time asks the
@@ -97,11 +98,13 @@ class RelationSpec:
     :ivar shards: the counter's shards.
     :ivar key_size: how many values the parent's key holds (1, or 2 with a range key): the shape a key function's
       result is normalised to (:func:`~pynamodb_counters.declare._relations.normalize_key` says what is wrong).
-    :ivar key: the key function; :ivar when: ``when=`` or ``None``; :ivar amount: ``amount=`` or ``None``.
+    :ivar key: the key function.
+    :ivar when: ``when=``, or ``None``.
+    :ivar amount: ``amount=``, or ``None``.
     :ivar functions: the three, as :attr:`Relation.functions <pynamodb_counters.Relation.functions>`.
     :ivar reads: the child attributes declared with ``reads=``.
-    :ivar create_parent: whether the parent is created by its first count; :ivar parent_defaults: the function
-      giving a created parent's defaults, or ``None``.
+    :ivar create_parent: whether the parent is created by its first count.
+    :ivar parent_defaults: the function giving a created parent's defaults, or ``None``.
     :ivar expiries: how the expiries of its children are counted (``"stream"``, ``"ignored"`` or ``None``).
     """
 
