@@ -15,7 +15,11 @@ same interpreter, packages and inputs whatever else the machine runs. The paths 
 * **counted save()**: ``Like(...).save()``;
 * **PynamoDB** (the baseline): the same Put and Update built with PynamoDB on the plain models and sent as one
   TransactWriteItems through the like model's own PynamoDB connection (``overhead.save_plain``);
-* **PynamoDB TransactWrite**: the same transaction with PynamoDB's ``TransactWrite``.
+* **PynamoDB TransactWrite**: the same transaction with PynamoDB's ``TransactWrite``;
+* **minimal like by hand**: the least a user writes by hand with PynamoDB for a counted like: the like's Put with
+  ``attribute_not_exists`` and an ``ADD 1`` to its post's counter with ``attribute_exists``, one
+  TransactWriteItems through the like model's connection (no write id, sequence, feeder record or token:
+  :func:`save_minimal`).
 
 Each path runs in its own process under ``valgrind --tool=callgrind`` twice (``PYTHONHASHSEED=0``): 20 saves to
 warm up and then 50, and 20 and then 50 plus ``--saves``; the difference of the two totals, divided by
@@ -36,13 +40,29 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from benchmarks._shared import BenchmarkError, add_common_options, describe_machine, run_main, say, table
 
-PATHS = ("counted save()", "PynamoDB", "PynamoDB TransactWrite")
+PATHS = ("counted save()", "PynamoDB", "PynamoDB TransactWrite", "minimal like by hand")
 BASELINE = "PynamoDB"
+MINIMAL = "minimal like by hand"
 WARM, FIRST = 20, 50
 """Saves to warm up, and the saves of the shorter of each path's two runs."""
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TOTAL = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
+
+
+def save_minimal(like: Any) -> Any:
+    """The minimal like written by hand with PynamoDB (:class:`~benchmarks._models.PlainLike` and its post): the
+    like's create-only Put and an ``ADD 1`` to the post's ``like_tally`` guarded by the post's existence, as one
+    TransactWriteItems through the like model's connection."""
+    from pynamodb.constants import KEY
+
+    from benchmarks._models import PlainLike, PlainPost
+
+    put = like.get_save_kwargs_from_instance(condition=PlainLike.pk.does_not_exist())
+    update = PlainPost._get_connection().get_operation_kwargs(
+        like.pk, range_key="META", key=KEY, actions=[PlainPost.like_tally.add(1)], condition=PlainPost.pk.exists())
+    return PlainLike._get_connection().connection.transact_write_items(
+        condition_check_items=[], delete_items=[], put_items=[put], update_items=[update])
 
 
 def child(path: str, saves: int) -> int:
@@ -55,7 +75,7 @@ def child(path: str, saves: int) -> int:
     use_dummy_credentials()
     point_models_at([Post, Like, PlainPost, PlainLike], NOWHERE)  # never reached: every request is answered
     save: Any = {"counted save()": lambda like: like.save(), "PynamoDB": overhead.save_plain,
-                 "PynamoDB TransactWrite": overhead.save_transact_write}[path]
+                 "PynamoDB TransactWrite": overhead.save_transact_write, MINIMAL: save_minimal}[path]
     make = overhead.likes if path == "counted save()" else overhead.plain_likes
     with overhead.CannedResponses() as canned:
         for number, count in ((0, WARM), (1, saves)):
@@ -107,9 +127,11 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
     say(table(["path", "instructions a save", f"against {BASELINE}"], rows, align="lrr"))
     ratio = per_save[PATHS[0]] / base
     seconds = time.perf_counter() - started
-    say(f"counted save() / {BASELINE} = {ratio:.3f}x in instructions; {seconds:.0f} s")
+    minimal = per_save[PATHS[0]] / per_save[MINIMAL]
+    say(f"counted save() / {BASELINE} = {ratio:.3f}x in instructions; / {MINIMAL} = {minimal:.3f}x; "
+        f"{seconds:.0f} s")
     return {"instructions": {"saves": saves, "warm": WARM, "first": FIRST, "per_save": per_save,
-                             "totals": totals, "ratio": ratio, "seconds": seconds}}
+                             "totals": totals, "ratio": ratio, "minimal_ratio": minimal, "seconds": seconds}}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["ItemId", "ParentKey", "as_returned", "discriminator_of", "holds", "item_id",
-           "key_attributes", "key_of", "key_request", "saved_version",
-           "serialize_key", "serialized_key_request", "version_condition"]
+           "key_attributes", "key_of", "key_request",
+           "serialize_key", "version_condition"]
 
 ParentKey = Tuple[Any, ...]
 """A parent's key as Python values: ``(hash,)`` or ``(hash, range)``."""
@@ -134,20 +134,6 @@ def version_condition(instance: Model, actions: Optional[List[Action]] = None,
     return condition
 
 
-def saved_version(instance: Model, actions: List[Action]) -> Optional[Condition]:
-    """What PynamoDB's ``save()`` does with a ``VersionAttribute``, as Update actions: append setting the version
-    to the instance's plus one (``1`` when it has none) to ``actions``, and return the condition that the stored
-    version is the instance's (``None`` without a ``VersionAttribute``)."""
-    name = type(instance)._version_attribute_name
-    if not name:
-        return None
-    attribute = type(instance).get_attributes()[name]
-    value = getattr(instance, name)
-    actions.append(attribute.set(value + 1 if value else 1))
-    condition: Condition = attribute == value if value else attribute.does_not_exist()
-    return condition
-
-
 def discriminator_of(model: Type[Model]) -> Optional[DiscriminatorAttribute]:
     """The model's ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``."""
     name = getattr(model, "_discriminator", None)
@@ -162,13 +148,9 @@ def item_id(model: Type[Model], key: Tuple[Any, ...]) -> ItemId:
 
 
 def key_request(model: Type[Model], key: Tuple[Any, ...], **kwargs: Any) -> Dict[str, Any]:
-    """A transaction action's request on the item ``key`` of ``model``, built by its PynamoDB connection."""
+    """A transaction action's request on the item ``key`` of ``model``, built by its PynamoDB connection; a
+    refusal returns the item (``ALL_OLD``)."""
     hash_key, range_key = serialize_key(model, key)
-    return serialized_key_request(model, hash_key, range_key, **kwargs)
-
-
-def serialized_key_request(model: Type[Model], hash_key: Any, range_key: Any, **kwargs: Any) -> Dict[str, Any]:
-    """:func:`key_request` of a key already serialized; a refusal returns the item (``ALL_OLD``)."""
     request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
         hash_key, range_key=range_key, key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
     return request

@@ -16,7 +16,6 @@ from ._results import WriteResult
 from .declare._base import SHARD_COUNT, CountedBase
 from .declare._relations import Relation, check_model
 from .declare._shards import is_shard_item, not_a_shard, shard_item_message
-from .declare._spec import spec_of
 from .exceptions import (
     ConditionFailedError,
     CountedWriteError,
@@ -40,6 +39,7 @@ from .write._writes import (
     delete_write,
     given,
     guard_update,
+    model_spec,
     refuse_options,
     save_write,
     skipped,
@@ -111,7 +111,7 @@ class CounterMixin(CountedBase):
         (use ``Meta.extra_headers``).
         """
         model = type(self)
-        spec = spec_of(model)
+        spec = model_spec(model)
         if not spec.counted:  # invisible: PynamoDB refuses our options itself
             return super().save(condition, *args,  # type: ignore[misc]
                                 **given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
@@ -138,7 +138,7 @@ class CounterMixin(CountedBase):
           recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
         """
         model = type(self)
-        spec = spec_of(model)
+        spec = model_spec(model)
         if not spec.counted:  # invisible: PynamoDB refuses our options itself
             return super().delete(condition, *args,  # type: ignore[misc]
                                   **given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token))
@@ -171,7 +171,7 @@ class CounterMixin(CountedBase):
           be counted). Nothing is written.
         """
         model = type(self)
-        spec = spec_of(model)
+        spec = model_spec(model)
         uncounted = skipped(model)
         counted = spec.counted and not uncounted
         retry, token = (kwargs.pop("retry", UNSET), kwargs.pop("token", UNSET)) if counted else (UNSET, UNSET)
@@ -186,7 +186,7 @@ class CounterMixin(CountedBase):
             refuse_options(self, "update", retry=retry, token=token)
             return self._update_stored(actions, condition, args, kwargs)
         result = _commit_one(write, value(retry), check_token(value(token)), None)
-        stored = stored_of(self)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
+        stored = stored_of(self, write.key)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
         if write.unknown or stored is None:
             self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
         else:
@@ -228,7 +228,7 @@ class CounterMixin(CountedBase):
         :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
         """
         model = type(self)
-        if spec_of(model).counted and not skipped(model):
+        if model_spec(model).counted and not skipped(model):
             raise _bypass(self, "save", "a Put of a counted child would not count it, and a Put of a parent "
                                         "would overwrite its counters")
         return super().get_save_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc,no-any-return]
@@ -241,7 +241,7 @@ class CounterMixin(CountedBase):
         :raises CountingBypassError: naming :class:`~pynamodb_counters.CountedTransaction`. Nothing is sent.
         """
         model: Any = type(self)
-        spec = spec_of(model)
+        spec = model_spec(model)
         if (spec.relations or spec.shards > 1) and not skipped(model):
             raise _bypass(self, "delete", "a Delete of a counted child would not uncount it, and a Delete of a "
                                           "sharded parent would leave its shard items behind")
@@ -261,7 +261,7 @@ class CounterMixin(CountedBase):
                                           f"pynamodb_counters.CountedTransaction, not PynamoDB's TransactWrite") \
                     from None
             model = type(self)
-            if spec_of(model).relations and not skipped(model):  # never creates a child it would not count
+            if model_spec(model).relations and not skipped(model):  # never creates a child it would not count
                 exists = key_attributes(model)[0].exists()  # type: ignore[arg-type]
                 given = kwargs.pop("condition", args[0] if args else None)
                 kwargs["condition"] = exists if given is None else exists & given
@@ -297,7 +297,7 @@ class CounterMixin(CountedBase):
         except UpdateError as error:
             self._refuse_over_a_shard(error)
             raise
-        if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < spec_of(model).shards:
+        if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < model_spec(model).shards:
             create_shards(model, [self], saved=True)  # type: ignore[arg-type]
         return data
 
@@ -326,7 +326,7 @@ class CounterMixin(CountedBase):
         hand."""
         instance = super().from_raw_data(data)  # type: ignore[misc]
         model = type(instance)
-        if spec_of(model).counted:
+        if model_spec(model).counted:
             remember(instance, data)
         return instance
 
@@ -335,7 +335,7 @@ class CounterMixin(CountedBase):
         model's instance also remembers it, as :meth:`from_raw_data` does."""
         super().deserialize(attribute_values)  # type: ignore[misc]
         model = type(self)
-        if spec_of(model).counted:
+        if model_spec(model).counted:
             remember(self, attribute_values)
 
     @classmethod
@@ -363,7 +363,7 @@ class CounterMixin(CountedBase):
 
         :raises CountingBypassError: on a model with counters or counted relations.
         """
-        if spec_of(cls).counted and not skipped(cls):
+        if model_spec(cls).counted and not skipped(cls):
             raise CountingBypassError(
                 f"{cls.__name__}.batch_write() would bypass counting: BatchWriteItem cannot guard children or "
                 f"update counters. Save children one by one (or in a CountedTransaction of up to 100 actions), or "

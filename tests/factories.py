@@ -2,10 +2,12 @@
 file (the models are in :mod:`tests.models`; the engines that hold the tables are fixtures of ``conftest.py``)."""
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 from pynamodb_counters import skip_counting
+from pynamodb_counters.declare._base import forget_specs
 from tests.models import TABLE_MODELS, Bookmark, Like, Post, User, Video, View
 
 #: the post most tests like
@@ -105,3 +107,18 @@ def drifted_by_one(pk: str = POST) -> Key:
     with skip_counting():
         like("around", pk).save()
     return key
+
+
+@contextlib.contextmanager
+def swapped(relation: Any, slot: str, function: Any) -> Iterator[None]:
+    """Inside the block, ``relation``'s function held in ``slot`` (``"_when"``, ``"_parent_defaults"``...) is
+    ``function``: swapped past the relation's guard (immutable once declared), and the specs compiled from it
+    dropped, then put back."""
+    original = getattr(relation, slot)
+    object.__setattr__(relation, slot, function)
+    forget_specs(relation.declared_on)
+    try:
+        yield
+    finally:
+        object.__setattr__(relation, slot, original)
+        forget_specs(relation.declared_on)

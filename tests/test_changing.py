@@ -28,7 +28,8 @@ from pynamodb_counters.exceptions import (
     DuplicateChildError,
     ParentNotFoundError,
 )
-from tests.factories import raw_client, snapshot
+from pynamodb_counters.write._stored import read_by
+from tests.factories import raw_client, snapshot, swapped
 from tests.models import REGION, Message, Thread, Vote
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -284,16 +285,12 @@ def test_an_amount_that_is_not_a_whole_number_is_refused_and_nothing_is_written(
 def test_a_when_that_raises_or_is_not_a_bool_is_refused() -> None:
     thread()
     before = snapshot()
-    relation = Message.published  # immutable once declared: swapped here past its guard, and put back
-    object.__setattr__(relation, "_when", lambda m: m.status)  # returns a string, not a bool
-    try:
+    with swapped(Message.published, "_when", lambda m: m.status):  # returns a string, not a bool
         with pytest.raises(ChildValueError, match="must return True or False"):
             message().save()
-        object.__setattr__(relation, "_when", lambda m: 1 / 0)
+    with swapped(Message.published, "_when", lambda m: 1 / 0):
         with pytest.raises(ChildValueError, match="ZeroDivisionError"):
             message().save()
-    finally:
-        object.__setattr__(relation, "_when", lambda m: m.status == "published" and m.deleted_at is None)
     assert snapshot() == before
 
 
@@ -752,7 +749,7 @@ def test_an_attribute_of_any_name_is_seen_as_an_input(flag: str) -> None:
     Reader(pk="u").save()
     for n in range(3):
         Notice(pk=f"n{n}", reader="u").save()
-    assert flag in Notice.inbox.read_attributes(Notice.get("n0"))
+    assert flag in read_by((Notice.inbox,), (Notice.get("n0"),))
     result = Notice.get("n0").update(actions=[getattr(Notice, flag).set(True)])
     assert [change.delta for change in result.changes] == [-1]
     stored = Notice.get("n1")
@@ -804,11 +801,11 @@ def test_a_when_that_reads_a_property_or_a_method_is_seen_as_reading_their_input
     Article(pk="a", desk="d").save()
     Article(pk="b", desk="d").save()
     stored = Article.get("a")
-    assert {"status"} <= Article.on_desk.read_attributes(stored)
-    assert {"status"} <= Article.live_on_desk.read_attributes(stored)  # retracted is read only once published
+    assert {"status"} <= read_by((Article.on_desk,), (stored,))
+    assert {"status"} <= read_by((Article.live_on_desk,), (stored,))  # retracted is read only once published
     result = stored.update(actions=[Article.status.set("published")])
     assert sorted((c.attribute, c.delta) for c in result.changes) == [("live", 1), ("published", 1)]
-    assert Article.live_on_desk.read_attributes(Article.get("a")) >= {"status", "retracted"}
+    assert read_by((Article.live_on_desk,), (Article.get("a"),)) >= {"status", "retracted"}
     Article.get("a").update(actions=[Article.retracted.set(True)])
     before = snapshot()
     with pytest.raises(CountingBypassError):
@@ -817,6 +814,70 @@ def test_a_when_that_reads_a_property_or_a_method_is_seen_as_reading_their_input
     assert snapshot() == before
     desk = Desk.get("d", consistent_read=True)
     assert (desk.published, desk.live) == (1, 0)
+
+
+# -- the relations' functions run once per state -------------------------------------------------------------------
+class Shelf(CounterMixin, Model):
+    Meta = type("Meta", (), {"table_name": "Shelves", "region": REGION})
+    pk = UnicodeAttribute(hash_key=True)
+    shown = CounterField()
+
+
+CALLS: List[str] = []
+"""The calls of :class:`Book`'s key and ``when=`` functions, in order."""
+
+
+def _shelf_of(book: Any) -> str:
+    CALLS.append("key")
+    return str(book.shelf)
+
+
+def _on_show(book: Any) -> bool:
+    CALLS.append("when")
+    return bool(book.status == "shown")
+
+
+class Book(CounterMixin, Model):
+    """Counted on its shelf while shown; its functions count their calls."""
+
+    Meta = type("Meta", (), {"table_name": "Books", "region": REGION})
+    pk = UnicodeAttribute(hash_key=True)
+    shelf = UnicodeAttribute()
+    status = UnicodeAttribute()
+    on_shelf = counted_by(Shelf.shown, key=_shelf_of, when=_on_show)
+
+
+def _shown(shelf: str) -> int:
+    return Shelf.get(shelf, consistent_read=True).shown
+
+
+def test_an_edit_runs_the_key_and_when_functions_once_per_state_and_is_conditioned_on_what_they_read() -> None:
+    Shelf.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Book.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    for shelf in ("s1", "s2"):
+        Shelf(pk=shelf).save()
+    Book(pk="b", shelf="s1", status="shown").save()
+    stored = Book.get("b", consistent_read=True)
+    stored.shelf = "s2"
+    CALLS.clear()
+    stored.save()  # a move: the stored state and the new one, each read once
+    assert sorted(CALLS) == ["key", "key", "when", "when"]
+    assert (_shown("s1"), _shown("s2")) == (0, 1)
+    copy = Book.get("b", consistent_read=True)
+    copy.shelf = "s1"  # edited in memory only: counted off the stored one, the one state read
+    CALLS.clear()
+    copy.delete()
+    assert sorted(CALLS) == ["key", "when"]
+    assert (_shown("s1"), _shown("s2")) == (0, 0)
+
+    Book(pk="c", shelf="s1", status="shown").save()
+    mine, theirs = Book.get("c", consistent_read=True), Book.get("c", consistent_read=True)
+    theirs.status = "hidden"
+    theirs.save()  # another writer hid it after mine was loaded: status, read by when=, decides its count
+    mine.shelf = "s2"
+    result = mine.save()  # counted from shown on s1: refused on its status, counted again from the stored one
+    assert result.attempts == 2
+    assert (_shown("s1"), _shown("s2")) == (0, 1)
 
 
 # -- write ids: what recognises a write of one's own -----------------------------------------------------------------

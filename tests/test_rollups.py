@@ -21,7 +21,7 @@ from pynamodb_counters import (
     repair,
 )
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, ParentNotFoundError
-from tests.factories import snapshot
+from tests.factories import snapshot, swapped
 from tests.models import REGION, Clap, DailyClaps, Show
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -151,15 +151,10 @@ def test_rollup_declarations_that_cannot_work() -> None:
         "a number for a string", "the hash key", "the range key"])
 def test_parent_defaults_that_fail_or_name_other_things_write_nothing(defaults: Any, complaint: str) -> None:
     show()
-    relation = Clap.daily  # immutable once declared: swapped here past its guard, and put back
-    original = relation._parent_defaults
-    object.__setattr__(relation, "_parent_defaults", defaults)
     before = snapshot()
-    try:
+    with swapped(Clap.daily, "_parent_defaults", defaults):
         with pytest.raises(ChildValueError, match=complaint):
             clap("a").save()
-    finally:
-        object.__setattr__(relation, "_parent_defaults", original)
     assert snapshot() == before
     assert NumberAttribute  # noqa: B018  (imported for the models above)
 
@@ -416,14 +411,9 @@ def test_a_first_count_of_zero_creates_its_bucket_with_its_counter_and_defaults(
 
 @pytest.mark.usefixtures("orders")
 def test_a_number_default_given_as_text_is_refused() -> None:
-    relation = Order.revenue
-    original = relation._parent_defaults
-    object.__setattr__(relation, "_parent_defaults", lambda o: {"region_code": "abc"})
-    try:
+    with swapped(Order.revenue, "_parent_defaults", lambda o: {"region_code": "abc"}):
         with pytest.raises(ChildValueError, match="region_code"):
             Order(pk="o1", day="2026-11-30", total=1).save()
-    finally:
-        object.__setattr__(relation, "_parent_defaults", original)
     assert _bucket() is None and list(Order.scan(consistent_read=True)) == []
 
 

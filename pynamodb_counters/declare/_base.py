@@ -16,7 +16,7 @@ from pynamodb.models import Model
 from .._compat import discriminator_of
 from ..exceptions import ConfigurationError
 
-__all__ = ["DECLARED", "EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MARKER", "MAX_SHARDS", "SEQUENCE",
+__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MARKER", "MAX_SHARDS", "SEQUENCE",
            "SHARD", "SHARD_COUNT", "SPEC_HELD", "STORED_NAMES", "WRITE_ID", "CountedBase", "check_feeder_id",
            "counted_classes", "declared", "feed_entry", "feeder_clash", "feeder_id", "forget_specs",
            "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
@@ -74,20 +74,20 @@ class CountedBase:
     _pynamodb_counters_mixin = True
 
 
-DECLARED = [0]
-"""How many relations have been declared in this process so far, as its one item (a list, read without a call
-on every parent Update): what is derived from every relation loaded (another model's feeds in a shared table) is
-held until it changes. Mutated by :func:`note_declared`, never rebound."""
+_DECLARED = 0
+"""How many relations have been declared in this process so far: what is derived from every relation loaded
+(another model's feeds in a shared table) is held until it changes."""
 
 
 def declared() -> int:
-    """:data:`DECLARED`'s count."""
-    return DECLARED[0]
+    """How many relations have been declared in this process so far."""
+    return _DECLARED
 
 
 def note_declared() -> None:
-    """Count one more relation declared (:data:`DECLARED`)."""
-    DECLARED[0] += 1
+    """Count one more relation declared."""
+    global _DECLARED
+    _DECLARED += 1
 
 
 def counted_classes() -> Iterator[Type[Any]]:
@@ -110,13 +110,12 @@ declarations, built on first use (see ``_spec``)."""
 
 def forget_specs(model: type) -> None:
     """Drop the spec held by ``model`` and by each of its subclasses, to be built again on next use: a relation
-    registered after the class body (``Category.parent = counted_by(...)``) is in none of them."""
-    pending: List[type] = [model]
-    while pending:
-        klass = pending.pop()
+    registered after the class body (``Category.parent = counted_by(...)``) is in none of them, a counter
+    redeclared is in none of them as it is now. The specs of every other counted model go too: a child's holds
+    its relations compiled, each with its parent's spec."""
+    for klass in counted_classes():
         if SPEC_HELD in klass.__dict__:
             delattr(klass, SPEC_HELD)
-        pending.extend(klass.__subclasses__())
 
 
 def same_class(one: type, other: type) -> bool:

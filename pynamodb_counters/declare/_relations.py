@@ -1,6 +1,6 @@
 """
-``counted_by``: the declaration that a child model is counted in a parent's :class:`CounterField`; the rules a
-declaration must pass; and what a relation's functions read of a child. Declarations only, no I/O.
+``counted_by``: the declaration that a child model is counted in a parent's :class:`CounterField`, and the rules a
+declaration must pass. Declarations only, no I/O.
 
 A relation is declared once, in the child model's class body::
 
@@ -24,15 +24,14 @@ under an overlapping prefix. And what every counted class must hold when it is m
 attribute stored under a name the library stores itself, and the relations it inherits holding for it (a
 ``TTLAttribute`` a subclass adds). A relation is passed to them: :class:`Relation` calls them.
 
-What relations' functions (their key, ``when=``, ``amount=``) read of a child (:func:`read_by`), found by running
-them on a :class:`Recorder`, a stand-in that records each name read. What a counted edit, update or delete is
-conditioned on comes from it.
+A relation's per-child methods (:meth:`Relation.parent_key`, :meth:`Relation.changes`...) serve its users and the
+audits; a counted write reads the relation compiled (``_spec.RelationSpec``) and runs its functions itself
+(``write._deltas``), with the errors made here (:func:`key_failed`, :func:`call_failed`, :func:`when_refused`,
+:func:`amount_refused`, :func:`normalize_key`).
 """
 from __future__ import annotations
 
-import functools
 import threading
-import types
 import weakref
 from types import CodeType
 from typing import (
@@ -40,7 +39,6 @@ from typing import (
     Any,
     Callable,
     Dict,
-    FrozenSet,
     Iterable,
     Iterator,
     List,
@@ -74,8 +72,9 @@ from ._shards import check_shardable, choose_shard
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["MAX_FEEDER", "Recorder", "Relation", "check_declaration", "check_model", "check_options",
-           "check_parent_defaults", "counted_by", "made", "read_by", "seen_by"]
+__all__ = ["MAX_FEEDER", "KeyFunctionOf", "Relation", "amount_refused", "call_failed", "check_declaration",
+           "check_model", "check_options", "check_parent_defaults", "counted_by", "key_failed", "made",
+           "normalize_key", "when_refused"]
 
 KeyFunction = Callable[[Any], Any]
 ChildCounter = Callable[[ParentKey], int]
@@ -154,7 +153,7 @@ class Relation:
 
     def register(self, owner: Type[Any], name: str, in_body: bool = False) -> None:
         """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
-        assigned after it (see ``_spec``). Any spec built before for ``owner`` or its subclasses is dropped.
+        assigned after it (see ``_spec``). Every spec built before is dropped (``_base.forget_specs``).
 
         :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
           class body, none of the class's relations (the class is not made).
@@ -174,8 +173,7 @@ class Relation:
             self.counter._feeders.append(self)
             note_declared()
             UNREGISTERED.discard(weakref.ref(self))
-        if not in_body:
-            forget_specs(owner)
+        forget_specs(owner)  # every spec: its model's holds its relations, its parent's the requests it fed
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_name", None) is not None:
@@ -269,9 +267,7 @@ class Relation:
             return True
         counts = self._call("when", self._when, child)
         if not isinstance(counts, bool):
-            raise ChildValueError(f"{self}: when= returned {counts!r} ({type(counts).__name__}) for "
-                                  f"{type(child).__name__} {_describe(child)}; it must return True or False. "
-                                  f"Nothing was written")
+            raise when_refused(self, child, counts)
         return counts
 
     def amount(self, child: Model) -> int:
@@ -284,9 +280,7 @@ class Relation:
             return 1
         value = self._call("amount", self._amount, child)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ChildValueError(f"{self}: amount= returned {value!r} ({type(value).__name__}) for "
-                                  f"{type(child).__name__} {_describe(child)}; it must return a whole number (an "
-                                  f"int). Nothing was written")
+            raise amount_refused(self, child, value)
         whole: int = value
         return whole
 
@@ -298,8 +292,7 @@ class Relation:
         try:
             return function(child)
         except Exception as error:  # a user function: any failure means the child cannot be counted
-            raise ChildValueError(f"{self}: {option}= failed on {type(child).__name__} {_describe(child)}: "
-                                  f"{error!r}; nothing was written", error) from error
+            raise call_failed(self, option, child, error) from error
 
     def parent_key(self, child: Model) -> ParentKey:
         """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
@@ -309,9 +302,8 @@ class Relation:
         try:
             raw = self._key(child)
         except Exception as error:  # a user function: any failure means the child cannot name its parent
-            raise ParentKeyError(f"{self}: the key function failed on {type(child).__name__} {_describe(child)}: "
-                                 f"{error!r}; does the child have the attributes the key needs?", error) from error
-        return normalize_key(self.parent_model, raw, _KeyFunctionOf(self))
+            raise key_failed(self, child, error) from error
+        return normalize_key(self.parent_model, raw, KeyFunctionOf(self))
 
     def changes(self, child: Model, sign: int) -> List[CounterChange]:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
@@ -321,12 +313,6 @@ class Relation:
         shards = counter.shards
         return [CounterChange(counter.model, self.parent_key(child), counter.name,  # type: ignore[arg-type]
                               sign * self.amount(child), choose_shard(child, shards) if shards > 1 else 0)]
-
-    def read_attributes(self, child: Model) -> FrozenSet[str]:
-        """The child's attributes that decide what it adds to which parent: the declared ``reads`` plus those the
-        key, ``when=`` and ``amount=`` functions touch on ``child`` (detected by running them on a recording
-        proxy)."""
-        return frozenset(read_by((self,), (child,)))
 
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
@@ -419,12 +405,39 @@ def _describe(child: Any) -> str:
         return "(key unreadable)"
 
 
-class _KeyFunctionOf:
+def key_failed(relation: Any, child: Any, error: Exception) -> ParentKeyError:
+    """The error of a relation's key function that failed on ``child``."""
+    return ParentKeyError(f"{relation}: the key function failed on {type(child).__name__} {_describe(child)}: "
+                          f"{error!r}; does the child have the attributes the key needs?", error)
+
+
+def call_failed(relation: Any, option: str, child: Any, error: Exception) -> ChildValueError:
+    """The error of a relation's user function given as ``option=`` (``when``, ``amount``, ``parent_defaults``)
+    that failed on ``child``: the child cannot be counted."""
+    return ChildValueError(f"{relation}: {option}= failed on {type(child).__name__} {_describe(child)}: "
+                           f"{error!r}; nothing was written", error)
+
+
+def when_refused(relation: Any, child: Any, counts: Any) -> ChildValueError:
+    """The error of a ``when=`` that returned ``counts``, not ``True`` or ``False``, for ``child``."""
+    return ChildValueError(f"{relation}: when= returned {counts!r} ({type(counts).__name__}) for "
+                           f"{type(child).__name__} {_describe(child)}; it must return True or False. "
+                           f"Nothing was written")
+
+
+def amount_refused(relation: Any, child: Any, value: Any) -> ChildValueError:
+    """The error of an ``amount=`` that returned ``value``, not an ``int``, for ``child``."""
+    return ChildValueError(f"{relation}: amount= returned {value!r} ({type(value).__name__}) for "
+                           f"{type(child).__name__} {_describe(child)}; it must return a whole number (an "
+                           f"int). Nothing was written")
+
+
+class KeyFunctionOf:
     """Names a relation's key function in errors, formatting the relation only when an error needs it."""
 
     __slots__ = ("relation",)
 
-    def __init__(self, relation: Relation) -> None:
+    def __init__(self, relation: Any) -> None:
         self.relation = relation
 
     def __str__(self) -> str:
@@ -727,85 +740,3 @@ def _same_values(one: List[Any], other: List[Any]) -> bool:
         except Exception:  # a value without a plain equality (a PynamoDB attribute gives a condition): not the same
             return False
     return True
-
-
-def read_by(relations: Iterable[Any], states: Iterable[Any]) -> Set[str]:
-    """The attributes (Python names) that decide what a child adds to which parent, in any of ``states`` (the
-    child's instances): each relation's declared ``reads``, plus those its key, ``when=`` and ``amount=``
-    functions touch on each state (found by running them on a :class:`Recorder`; a function that fails on one
-    counts what it read before failing: parent_key() and the rest report the real failure)."""
-    states = tuple(states)
-    names: Set[str] = set()
-    for relation in relations:
-        names.update(relation.reads)
-        for state in states:
-            recorder = Recorder(state)
-            for function in relation.functions:
-                if function is None:
-                    continue
-                try:
-                    function(recorder)
-                except Exception:  # detection is best effort
-                    pass
-            attributes = state.get_attributes()
-            names.update(name for name in seen_by(recorder) if name in attributes)
-    return names
-
-
-class Recorder:
-    """Stands in for a child and records the names read from it, passing each read on to the child.
-
-    A read of a property, a ``functools.cached_property`` or a method of the child's own model classes runs it
-    on the recorder, so that the attributes it reads are recorded too. The recorder reaches its own state
-    through its slot descriptors, never by name: a child attribute of any name (``seen``, ``_target``...) is
-    recorded like any other."""
-
-    __slots__ = ("_recorder_target", "_recorder_seen")
-
-    def __init__(self, target: Any) -> None:
-        _TARGET.__set__(self, target)
-        _SEEN.__set__(self, set())
-
-    def __getattribute__(self, name: str) -> Any:
-        _SEEN.__get__(self).add(name)
-        target = _TARGET.__get__(self)
-        followed = _followed(type(target), name)
-        if followed is None:
-            return getattr(target, name)
-        if isinstance(followed, property):
-            return followed.fget(self)  # type: ignore[misc]
-        if isinstance(followed, functools.cached_property):
-            return followed.func(self)
-        return types.MethodType(followed, self)
-
-
-_TARGET = Recorder.__dict__["_recorder_target"]
-_SEEN = Recorder.__dict__["_recorder_seen"]
-_FOLLOWED: Dict[Tuple[type, str], Any] = {}
-
-
-def seen_by(recorder: Recorder) -> Set[str]:
-    """The names read from ``recorder``."""
-    seen: Set[str] = _SEEN.__get__(recorder)
-    return seen
-
-
-def _followed(model: type, name: str) -> Any:
-    """What a recorder runs itself for a read of ``name`` on an instance of ``model``: a property (with a getter),
-    a cached property or a plain function, defined on one of the user's model classes (not on PynamoDB's or this
-    library's), whose own reads then reach the recorder; ``None`` for anything else."""
-    try:
-        return _FOLLOWED[(model, name)]
-    except KeyError:
-        pass
-    found = None
-    for klass in model.__mro__:
-        if name in klass.__dict__:
-            value = klass.__dict__[name]
-            own = klass.__module__.split(".")[0] not in ("pynamodb", "pynamodb_counters", "builtins")
-            if own and ((isinstance(value, property) and value.fget is not None) or
-                        isinstance(value, (functools.cached_property, types.FunctionType))):
-                found = value
-            break
-    _FOLLOWED[(model, name)] = found
-    return found

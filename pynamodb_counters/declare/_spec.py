@@ -1,7 +1,10 @@
 """
 One :class:`ModelSpec` per model: what the library needs to know of a model's declarations, built once and held
-on the class, and carried by each of its writes (:attr:`~pynamodb_counters.write._writes.Write.spec`): the write path
-reads it as plain attributes, never asking the declarations again.
+on the class, and carried by each of its writes (:attr:`~pynamodb_counters.write._writes.Write.spec`); with it,
+each relation counting the model compiled into a :class:`RelationSpec`: the parent model and its spec, the stored
+counter, the feeder entry, the shards, the key's shape and the user's functions. The write path reads them as
+plain attributes: on a warm path it never calls into the declarations (this folder) again, and runs the user's
+functions itself (``write._deltas``).
 
 Declarations only, no I/O. A model's counters and relations are fixed once its class is built (PynamoDB fills in
 a class's attributes after the ``__set_name__`` calls, so the spec is built on first use, not at declaration),
@@ -14,9 +17,9 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 
-from pynamodb.attributes import Attribute
+from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
 from .._compat import discriminator_of, key_attributes
@@ -35,8 +38,8 @@ from ._base import (
 )
 from ._relations import REGISTERING, UNREGISTERED, Relation, made
 
-__all__ = ["ModelSpec", "all_relations", "check_feeder_ids", "counters_of", "feeders_of", "foreign_feeds",
-           "relations_of", "shard_count", "spec_of"]
+__all__ = ["ModelSpec", "RelationSpec", "all_relations", "check_feeder_ids", "compile_relation", "counters_of",
+           "feeders_of", "foreign_feeds", "relations_of", "shard_count", "spec_of"]
 
 _SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
 
@@ -54,6 +57,11 @@ class ModelSpec:
     :ivar keys: its hash key attribute, then its range key attribute if it has one.
     :ivar discriminator: its ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``.
     :ivar counted: whether the library writes its items: it has counters, or relations counting it.
+    :ivar key_names: the Python names of its hash key, then of its range key if it has one.
+    :ivar string_keys: whether its key attributes are plain ``UnicodeAttribute``: a non-empty string is then its
+      own serialized value.
+    :ivar counting: :attr:`relations` compiled, in the same order (set once the spec is held: a relation's parent
+      may be the model itself).
     :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
       counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
       the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
@@ -67,10 +75,69 @@ class ModelSpec:
     keys: Tuple[Attribute[Any], ...] = ()
     discriminator: Any = None  # a DiscriminatorAttribute, typed Any: a descriptor's annotation types its value
     requests: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    key_names: Tuple[str, ...] = ()
+    string_keys: bool = False
+    counting: Tuple[RelationSpec, ...] = field(default=(), compare=False, repr=False)
     counted: bool = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "counted", bool(self.relations or self.counters))
+
+
+@dataclass(frozen=True, eq=False)
+class RelationSpec:
+    """A relation compiled, once, into what a counted write reads of it (``write._deltas`` runs its functions).
+
+    :ivar relation: the declaration (errors name it).
+    :ivar parent_model: the model that declares the counter.
+    :ivar parent_spec: its spec.
+    :ivar attribute: the counter's Python name on the parent.
+    :ivar feed: the entry a counted write records in the parent's feeder set (``_cfeed``), for :attr:`tables`
+      (the parent's and the child's table names it was compiled with: a table renamed at run time asks the
+      declaration again).
+    :ivar shards: the counter's shards.
+    :ivar key_size: how many values the parent's key holds (1, or 2 with a range key): the shape a key function's
+      result is normalised to (:func:`~pynamodb_counters.declare._relations.normalize_key` says what is wrong).
+    :ivar key: the key function.
+    :ivar when: ``when=``, or ``None``.
+    :ivar amount: ``amount=``, or ``None``.
+    :ivar functions: the three, as :attr:`Relation.functions <pynamodb_counters.Relation.functions>`.
+    :ivar reads: the child attributes declared with ``reads=``.
+    :ivar create_parent: whether the parent is created by its first count.
+    :ivar parent_defaults: the function giving a created parent's defaults, or ``None``.
+    :ivar expiries: how the expiries of its children are counted (``"stream"``, ``"ignored"`` or ``None``).
+    """
+
+    relation: Relation
+    parent_model: Type[Any]
+    parent_spec: ModelSpec
+    attribute: str
+    feed: str
+    tables: Tuple[str, str]
+    shards: int
+    key_size: int
+    key: Callable[[Any], Any]
+    when: Optional[Callable[[Any], Any]]
+    amount: Optional[Callable[[Any], Any]]
+    functions: Tuple[Any, ...]
+    reads: FrozenSet[str]
+    create_parent: bool
+    parent_defaults: Optional[Callable[[Any], Any]]
+    expiries: Optional[str]
+
+    def __str__(self) -> str:
+        return str(self.relation)
+
+
+def compile_relation(relation: Relation) -> RelationSpec:
+    """``relation`` as the write path reads it (see :class:`RelationSpec`), its parent's spec built if need be."""
+    parent, counter = relation.parent_model, relation.counter
+    key, when, amount = relation._key, relation._when, relation._amount  # as its per-child methods run them
+    assert counter.name is not None
+    return RelationSpec(relation, parent, spec_of(parent), counter.name, relation.feed,
+                        (parent.Meta.table_name, relation.child_model.Meta.table_name),
+                        counter.shards, 2 if parent._range_keyname else 1, key, when, amount, (key, when, amount),
+                        relation.reads, relation.create_parent, relation._parent_defaults, relation.expiries)
 
 
 _UNCOUNTED = ModelSpec({}, ())
@@ -87,9 +154,22 @@ def spec_of(model: type) -> ModelSpec:
     if spec is None or (UNREGISTERED and undeclared_in(model)):  # a set's truth test: no call while it is empty
         if not issubclass(model, CountedBase):
             return _UNCOUNTED
-        spec = _build(model)
-        setattr(model, SPEC_HELD, spec)
+        with REGISTERING:
+            building = _BUILDING.get(model)
+            if building is not None:  # a relation's parent being compiled: the model itself, or its child's
+                return building
+            spec = _BUILDING[model] = _build(model)
+            try:
+                object.__setattr__(spec, "counting", tuple(compile_relation(relation) for relation in spec.relations))
+            finally:
+                del _BUILDING[model]
+            setattr(model, SPEC_HELD, spec)  # complete: no thread reads a spec before its relations are compiled
     return spec
+
+
+_BUILDING: Dict[type, ModelSpec] = {}
+"""The specs whose relations are being compiled (under ``REGISTERING``), for a parent that is the model itself or
+counts the model in turn."""
 
 
 def _build(model: Any) -> ModelSpec:
@@ -109,7 +189,10 @@ def _build(model: Any) -> ModelSpec:
                     if attribute.default is not None or attribute.attr_type in _SET_TYPES)
     shards = max((counter.shards for counter in counters.values()), default=1)
     keys = tuple(key_attributes(model)) if model._hash_keyname is not None else ()  # PynamoDB allows a keyless one
-    return ModelSpec(counters, tuple(relations), fragile, shards, keys, discriminator_of(model))
+    key_names = tuple(name for name in (model._hash_keyname, model._range_keyname) if name)
+    string_keys = bool(keys) and all(type(attribute) is UnicodeAttribute for attribute in keys)
+    return ModelSpec(counters, tuple(relations), fragile, shards, keys, discriminator_of(model), key_names=key_names,
+                     string_keys=string_keys)
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:

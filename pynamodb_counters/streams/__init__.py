@@ -37,7 +37,7 @@ from .._results import CounterChange
 from ..declare._base import WRITE_ID
 from ..declare._expiry_rules import MARKER, STREAM, ttl_attribute
 from ..declare._shards import shard_key
-from ..declare._spec import relations_of
+from ..declare._spec import relations_of, spec_of
 from ..exceptions import (
     ChildValueError,
     ConfigurationError,
@@ -305,7 +305,7 @@ def _expiry(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: O
     if WRITE_ID not in image:
         return Skipped(event, sequence, SkipReason.NEVER_COUNTED)
     model = type(instance)
-    found = deltas([relation for relation in relations_of(model) if relation.expiries == STREAM], instance, None)
+    found = deltas([relation for relation in spec_of(model).counting if relation.expiries == STREAM], instance, None)
     if not found.counted and not found.gone:
         return Skipped(event, sequence, SkipReason.NOTHING)
     items = [item_id(change.parent, shard_key(change.key, change.shard)) for change in found.changes]

@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
-from pynamodb.constants import ALL_OLD
+from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .._compat import ItemId, item_id, key_request, saved_version, serialized_key_request, version_condition
+from .._compat import ItemId, item_id, key_request, version_condition
 from ..declare._base import (
-    DECLARED,
     EDIT_ID,
     EDITED_BY,
     FED_BY,
@@ -73,7 +72,7 @@ from ._conditions import created_parent_condition, parent_condition, pending_fol
 from ._context import counting_skipped
 from ._deltas import Decision, Deltas
 from ._items import count_of, stored_of
-from ._stored import Stored
+from ._stored import Stored, deciding, read_by
 from ._writes import Write, WriteKind, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,10 +80,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action as UpdateAction
     from pynamodb.models import Model
 
-    from ..declare._relations import Relation
+    from ..declare._spec import RelationSpec
 
 __all__ = ["Action", "CHECK_FAILED", "Cancellation", "ChildAction", "ChildDelete", "ChildEdit", "ChildPut",
-           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "parent_request",
+           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "item_of", "keyed_request",
+           "parent_request",
            "pending_fold_refusal", "pynamodb_view", "shard_items", "stale_shapes"]
 
 KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
@@ -168,6 +168,39 @@ def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
     return None
 
 
+def item_of(model: Type[Model], spec: ModelSpec, key: Tuple[Any, ...]) -> ItemId:
+    """The identity of the item ``key`` of ``model`` within a transaction (``_compat.item_id``): a string key of a
+    model whose key attributes are plain strings (``spec``, its spec, says) is its own serialized value."""
+    if spec.string_keys:
+        hash_key = key[0]
+        range_key = key[1] if len(key) > 1 else None
+        if type(hash_key) is str and hash_key and (range_key is None or type(range_key) is str and range_key):
+            return model.Meta.table_name, hash_key, range_key
+    return item_id(model, key)
+
+
+def keyed_request(model: Type[Model], where: ItemId, **kwargs: Any) -> Dict[str, Any]:
+    """A transaction action's request on the item ``where`` (its identity: the key serialized) of ``model``, built
+    by its PynamoDB connection; a refusal returns the item (``ALL_OLD``)."""
+    request: Dict[str, Any] = model._get_connection().get_operation_kwargs(
+        where[1], range_key=where[2], key=KEY, return_values_on_condition_failure=ALL_OLD, **kwargs)
+    return request
+
+
+def saved_version(instance: Model, actions: List[UpdateAction]) -> Optional[Condition]:
+    """What PynamoDB's ``save()`` does with a ``VersionAttribute``, as Update actions: append setting the version
+    to the instance's plus one (``1`` when it has none) to ``actions``, and return the condition that the stored
+    version is the instance's (``None`` without a ``VersionAttribute``)."""
+    name = type(instance)._version_attribute_name
+    if not name:
+        return None
+    attribute = type(instance).get_attributes()[name]
+    value = getattr(instance, name)
+    actions.append(attribute.set(value + 1 if value else 1))
+    condition: Condition = attribute == value if value else attribute.does_not_exist()
+    return condition
+
+
 def pynamodb_view(instance: Model) -> Any:
     """``instance`` as PynamoDB sees it, past :class:`~pynamodb_counters.CounterMixin`: the mixin refuses its
     request helpers to other callers (PynamoDB's ``TransactWrite``), which would bypass counting."""
@@ -215,12 +248,16 @@ class ChildAction(Action):
         """What the child is stored as once the action commits (``None``: deleted)."""
         return self.instance.serialize(null_check=False)
 
-    def condition(self, basis: Stored, *others: Model) -> Condition:
-        """An edit's, update's or delete's condition: the child is stored, and the attributes that decide its
-        parents (read on ``basis`` as loaded or on ``others``) hold what ``basis`` holds, the stored child its
-        deltas were counted from; then the caller's condition."""
+    def condition(self, basis: Stored) -> Condition:
+        """An edit's, update's or delete's condition: the child is stored, and the attributes that decided its
+        deltas (as its relations' functions read them while they were decided: ``Decision.decided_by``) hold what
+        ``basis`` holds, the stored child they were counted from; then the caller's condition."""
         stored: Condition = self.write.spec.keys[0].exists()
-        same = basis.kept(*others, spec=self.write.spec)
+        decided_by = self.decision.decided_by
+        if decided_by is None:  # a plan made without deciding: what would decide them now
+            states = [basis.view, self.instance] + ([self.decision.after.view] if self.decision.after else [])
+            decided_by = deciding(self.model, read_by(self.write.spec.counting, states))
+        same = basis.unchanged(decided_by)
         if same is not None:
             stored &= same
         given = self.write.condition
@@ -272,17 +309,15 @@ class ChildEdit(ChildAction):
         if self.write.kind is WriteKind.UPDATE:
             assert self.decision.after is not None
             request: Dict[str, Any] = pynamodb_view(self.instance).get_update_kwargs_from_instance(
-                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis, self.decision.after.view),
+                [*self.write.actions, EDITED_BY.set(token)], condition=self.condition(basis),
                 return_values_on_condition_failure=ALL_OLD, add_version_condition=self.write.add_version_condition)
             return request
-        loaded = self.decision.loaded
-        assert loaded is not None
-        condition = self.condition(basis, loaded, self.instance)
+        condition = self.condition(basis)
         actions = [*parent_save_actions(self.instance, self.write.spec), EDITED_BY.set(token)]
         version = saved_version(self.instance, actions)  # as save() writes it: the local version plus one
         if version is not None and self.write.add_version_condition:
             condition &= version
-        return key_request(self.model, self.key, condition=condition, actions=actions)
+        return keyed_request(self.model, self.where, condition=condition, actions=actions)
 
     def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         if self.decision.after is not None:  # an update: its stored result, NULLs and all
@@ -310,7 +345,7 @@ class ChildDelete(ChildAction):
     def request(self, token: str) -> Dict[str, Any]:
         basis = self.decision.basis
         assert basis is not None
-        condition = self.condition(basis, self.instance)
+        condition = self.condition(basis)
         if self.write.with_shards and self.write.spec.counters:  # only the shard items it deletes with it
             condition &= pending_fold(self.model) & not_a_shard()
         request: Dict[str, Any] = pynamodb_view(self.instance).get_delete_kwargs_from_instance(
@@ -358,9 +393,9 @@ class ParentUpdate(Action):
 
     verb = "Update"
 
-    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId, relation: Relation,
-                 spec: ModelSpec, deltas: Dict[str, int], fed_by: AbstractSet[str], *, rollup: bool, creates: bool,
-                 defaults: Optional[Dict[str, Any]] = None, absent: bool = False,
+    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
+                 relation: RelationSpec, spec: ModelSpec, deltas: Dict[str, int], fed_by: AbstractSet[str], *,
+                 rollup: bool, creates: bool, defaults: Optional[Dict[str, Any]] = None, absent: bool = False,
                  merged: Optional[Write] = None) -> None:
         super().__init__(model, key, where)
         wrong = oversized_key(where[1:])
@@ -444,11 +479,12 @@ class ParentUpdate(Action):
 
 def parent_request(update: ParentUpdate) -> Dict[str, Any]:
     """``update``'s request. It depends only on the declarations and the update's shape (which deltas, which
-    feeds, whether it creates its parent, its table, the subclasses of a single-table model and the relations
-    declared so far), but for the key, a caller's merged update, a created parent's defaults and a gone rollup
-    that must still be absent (those three are built afresh every time): each shape is built once through
-    PynamoDB and then copied with the next key. The shapes are held on the model's spec, which
-    is dropped, and them with it, when one of its counters is redeclared (its shards or its limit changed)."""
+    feeds, whether it creates its parent, its table, the subclasses of a single-table model), but for the key, a
+    caller's merged update, a created parent's defaults and a gone rollup that must still be absent (those three
+    are built afresh every time): each shape is built once through PynamoDB and then copied with the next key.
+    The shapes are held on the model's spec, which is dropped, and them with it, when a relation is declared
+    (another model's feeds in the table may change) or one of its counters is redeclared (its shards or its
+    limit changed)."""
     spec = update.spec
     if update.merged is not None or (update.creates and update.defaults) or update.absent:
         return _built(update, spec)
@@ -491,8 +527,7 @@ def _shape(update: ParentUpdate, spec: ModelSpec) -> Any:
     discriminator = spec.discriminator  # its guard names the subclasses known: more may be declared
     return (model.Meta.table_name,  # PynamoDB follows a table name changed at run time
             bool(update.shard), tuple(update.deltas.items()), frozenset(update.fed_by), update.creates,
-            update.rollup, None if discriminator is None else tuple(discriminator.get_registered_subclasses(model)),
-            DECLARED[0])  # the relations declared so far: other models' feeds in the table (foreign_feeds)
+            update.rollup, None if discriminator is None else tuple(discriminator.get_registered_subclasses(model)))
 
 
 def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
@@ -533,7 +568,7 @@ def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
             if version is not None:
                 condition = version if condition is None else condition & version
         actions = extra + actions
-    return serialized_key_request(model, update.where[1], update.where[2], condition=condition, actions=actions)
+    return keyed_request(model, update.where, condition=condition, actions=actions)
 
 
 def _created_with(model: Type[Model], spec: ModelSpec, defaults: Dict[str, Any]) -> List[UpdateAction]:
@@ -562,8 +597,7 @@ class ShardItem(Action):
 
     def request(self, token: str) -> Dict[str, Any]:
         kwargs: Dict[str, Any] = {"actions": [SHARD.set(self.shard)]} if self.create else {}
-        return serialized_key_request(self.model, self.where[1], self.where[2],
-                                      condition=shard_or_absent(self.model), **kwargs)
+        return keyed_request(self.model, self.where, condition=shard_or_absent(self.model), **kwargs)
 
     def failed(self, said: Cancellation) -> CounterError:
         if said.item and not is_shard_item(said.item):

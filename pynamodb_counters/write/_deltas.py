@@ -2,8 +2,10 @@
 What a counted child's write changes: :func:`deltas`, the one function that decides it, for a create, an edit
 (a move included), an update and a delete alike, and :func:`decide`, which gives it the two states to compare
 for one write (:class:`Counting`: what the write is counted from in an attempt) and returns what it decided
-(:class:`Decision`). No I/O, and nothing written: both are frozen, and only the commit's unit of work
-(``_commit.Work``) replaces a write's :class:`Counting` between attempts.
+(:class:`Decision`). No I/O, but not pure: :func:`deltas` runs the user's functions (each relation's key,
+``when=`` and ``amount=``), once per state, from the relations as compiled (``declare._spec.RelationSpec``), and
+records what they read where a condition needs it. Nothing is written: both records are frozen, and only the
+commit's unit of work (``_commit.Work``) replaces a write's :class:`Counting` between attempts.
 
 It compares, relation by relation, the stored child as PynamoDB loads it (``before``: ``None`` for a new child)
 with the child as PynamoDB will load it once written (``after``: ``None`` for a delete):
@@ -18,23 +20,46 @@ with the child as PynamoDB will load it once written (``after``: ``None`` for a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, AbstractSet, Any, FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import (
+    TYPE_CHECKING,
+    AbstractSet,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Type,
+)
 
 from .._results import CounterChange
 from ..declare._expiry_rules import STREAM
-from ..declare._spec import relations_of
+from ..declare._relations import (
+    KeyFunctionOf,
+    amount_refused,
+    call_failed,
+    check_parent_defaults,
+    key_failed,
+    normalize_key,
+    when_refused,
+)
+from ..declare._shards import choose_shard
 from ..exceptions import ChildValueError, ParentKeyError
-from ._stored import Stored, as_loaded, deciding, stored_of
-from ._writes import Write, WriteKind, bypass_of
+from ._stored import Recorder, Stored, as_loaded, deciding, stored_of
+from ._writes import Write, WriteKind, bypass_of, model_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from ..declare._relations import Relation
+    from ..declare._spec import RelationSpec
 
-__all__ = ["NONE", "Counting", "Decision", "Deltas", "counting_of", "decide", "deltas", "names_parents"]
+__all__ = ["NONE", "Counting", "Decision", "Deltas", "counting_of", "decide", "deltas", "feed_of", "names_parents",
+           "parent_defaults"]
 
-Counted = Tuple["Relation", CounterChange]
+Counted = Tuple["RelationSpec", CounterChange]
 """One counter change with the relation that makes it."""
 
 Parent = Tuple[Type[Any], Tuple[Any, ...]]
@@ -70,11 +95,14 @@ NONE = Deltas()
 """A write that changes no counter."""
 
 
-def deltas(relations: Sequence[Relation], before: Optional[Model], after: Optional[Model],
-           gone: AbstractSet[Parent] = frozenset()) -> Deltas:
+def deltas(relations: Sequence[RelationSpec], before: Optional[Model], after: Optional[Model],
+           gone: AbstractSet[Parent] = frozenset(), read: Optional[Set[str]] = None) -> Deltas:
     """The changes of a write from ``before`` to ``after`` (PynamoDB's loaded views; ``None`` for absent), the
-    parents in ``gone`` being rollups found gone.
+    parents in ``gone`` being rollups found gone. Each relation's functions run once on each state.
 
+    :param read: where given, the functions run on a :class:`~pynamodb_counters.write._stored.Recorder` of each
+      state, which adds to it the names they read (and each relation's declared ``reads``): what decides the
+      counts of either state, which a condition on the stored child must cover.
     :raises ParentKeyError: a key function gave an unusable parent key.
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
     """
@@ -82,28 +110,129 @@ def deltas(relations: Sequence[Relation], before: Optional[Model], after: Option
     added: List[Counted] = []
     changed: List[Counted] = []
     lost: List[CounterChange] = []
+    old = new = None
+    reading_before = reading_after = None
+    if read is not None:
+        reading_before = None if before is None else Recorder(before, read)
+        reading_after = None if after is None else Recorder(after, read)
     for relation in relations:
-        old = relation.changes(before, -1) if before is not None else []
-        new = relation.changes(after, 1) if after is not None else []
-        if old and new and (old[0].key, old[0].shard) == (new[0].key, new[0].shard):
-            difference = old[0].delta + new[0].delta
+        if read is not None:
+            read.update(relation.reads)
+        if before is not None:
+            old = change_of(relation, before, -1, reading_before)
+        if after is not None:
+            new = change_of(relation, after, 1, reading_after)
+        if old is not None and new is not None and old.key == new.key and old.shard == new.shard:
+            difference = old.delta + new.delta
             if difference:
-                change = replace(new[0], delta=difference)
+                change = replace(new, delta=difference)
                 if (change.parent, change.key) in gone:
                     lost.append(change)
                 else:
                     changed.append((relation, change))
             continue
-        for change in old:
-            if (change.parent, change.key) in gone:
-                lost.append(change)
+        if old is not None:
+            if (old.parent, old.key) in gone:
+                lost.append(old)
             else:
-                removed.append((relation, change))
-        for change in new:
-            added.append((relation, change))
+                removed.append((relation, old))
+        if new is not None:
+            added.append((relation, new))
     if not (removed or added or changed or lost):
         return NONE
     return Deltas(tuple(removed), tuple(added), tuple(changed), tuple(lost))
+
+
+def change_of(relation: RelationSpec, child: Model, sign: int, reader: Optional[Any] = None
+              ) -> Optional[CounterChange]:
+    """The change that adding (``sign=+1``) or removing (``-1``) ``child`` makes through ``relation``, ``None``
+    where its ``when=`` says it does not count: its functions run on ``reader`` (a recorder of ``child``) where
+    given, else on ``child``.
+
+    :raises ParentKeyError: the key function failed, or gave the wrong shape or a missing value.
+    :raises ChildValueError: ``when=`` or ``amount=`` failed or gave something else than a bool or an int.
+    """
+    on = child if reader is None else reader
+    when = relation.when
+    if when is not None:
+        counts = _run(relation, "when", when, on, child)
+        if counts is not True and counts is not False:
+            raise when_refused(relation, child, counts)
+        if not counts:
+            return None
+    try:
+        raw = relation.key(on)
+    except Exception as error:  # a user function: any failure means the child cannot name its parent
+        if on is child:
+            raise key_failed(relation, child, error) from error
+        raw = _again(relation, None, relation.key, child)
+    key = raw if type(raw) is tuple else tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(key) != relation.key_size or None in key:
+        key = normalize_key(relation.parent_model, raw, KeyFunctionOf(relation))  # it says what is wrong
+    amount = relation.amount
+    delta = sign
+    if amount is not None:
+        value = _run(relation, "amount", amount, on, child)
+        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise amount_refused(relation, child, value)
+        delta *= value
+    shards = relation.shards
+    return CounterChange(relation.parent_model, key, relation.attribute, delta,
+                         choose_shard(child, shards) if shards > 1 else 0)
+
+
+def _run(relation: RelationSpec, option: str, function: Callable[[Any], Any], on: Any, child: Model) -> Any:
+    """``function(on)``, the user function given as ``option=``, ``on`` being ``child`` or its recorder.
+
+    :raises ChildValueError: it failed on ``child``: the child cannot be counted.
+    """
+    try:
+        return function(on)
+    except Exception as error:  # a user function: any failure means the child cannot be counted
+        if on is child:
+            raise call_failed(relation, option, child, error) from error
+        return _again(relation, option, function, child)
+
+
+def _again(relation: RelationSpec, option: Optional[str], function: Callable[[Any], Any], child: Model) -> Any:
+    """``function(child)``, run on the child itself after it failed on its recorder (which is not an instance of
+    the child's class: ``super()`` in a property, ``type(child)``): what it read before failing is recorded, and
+    the child is counted as the function counts it, or refused with its own failure (``option=``; ``None`` for
+    the key function)."""
+    try:
+        return function(child)
+    except Exception as error:  # a user function: any failure means the child cannot be counted
+        if option is None:
+            raise key_failed(relation, child, error) from error
+        raise call_failed(relation, option, child, error) from error
+
+
+def feed_of(relation: RelationSpec) -> str:
+    """The entry a counted write through ``relation`` records in its parent's feeder set: as compiled, unless a
+    model's table was renamed since (PynamoDB follows a ``Meta.table_name`` changed at run time), then as the
+    declaration gives it now."""
+    child = relation.relation.declared_on
+    if relation.tables == (relation.parent_model.Meta.table_name, child.Meta.table_name):  # type: ignore
+        return relation.feed
+    return relation.relation.feed
+
+
+def parent_defaults(relation: RelationSpec, child: Model) -> Dict[str, Any]:
+    """The attributes, by Python name, that a parent created by ``child``'s count starts with (set only where
+    absent): ``parent_defaults=(child)``, or none.
+
+    :raises ChildValueError: the function failed, or returned something other than a dict of the parent's
+      attributes.
+    """
+    function = relation.parent_defaults
+    if function is None:
+        return {}
+    try:
+        defaults: Dict[str, Any] = function(child)
+    except Exception as error:  # a user function: any failure means the child cannot be counted
+        raise call_failed(relation, "parent_defaults", child, error) from error
+    check_parent_defaults(relation, defaults)
+    return defaults
 
 
 @dataclass(frozen=True)
@@ -137,6 +266,9 @@ class Decision:
     :ivar loaded: the child as PynamoDB will load it once written (``None`` for a delete or an expiry): what a
       save's or update's condition and a created parent's defaults read, never built twice.
     :ivar deltas: its changes.
+    :ivar decided_by: the non-key attributes that decided them, as the relations' functions read them on the
+      states compared (and declared with ``reads=``): what the child's own action is conditioned on (the stored
+      child still holds what the basis holds for each). ``None`` where no condition needs them (a create).
     """
 
     counting: Counting
@@ -144,6 +276,7 @@ class Decision:
     after: Optional[Stored] = None
     loaded: Optional[Model] = None
     deltas: Deltas = NONE
+    decided_by: Optional[Tuple[str, ...]] = None
 
     @property
     def gone(self) -> FrozenSet[Parent]:
@@ -178,33 +311,40 @@ def decide(write: Write, counting: Counting) -> Decision:
     updated: Optional[Stored] = None
     after: Optional[Model] = None
     spec = write.spec
-    relations = spec.relations
+    relations = spec.counting
     if write.kind is WriteKind.EXPIRY:  # taken off from the stream's image, in the relations counting it there
         assert basis is not None
         relations = tuple(relation for relation in relations if relation.expiries == STREAM)
     elif write.kind is WriteKind.DELETE:
         if basis is None:
-            basis = Stored.of_instance(write.instance)
+            basis = Stored.of_instance(write.instance, spec)
     elif write.kind is WriteKind.UPDATE:
         if basis is None:  # a plan shown before the commit reads the stored child: the instance's own
-            basis = Stored.of_instance(write.instance)
+            basis = Stored.of_instance(write.instance, spec)
         updated = basis.updated(write.known)
-        decided_by = deciding(write.model, basis.view, updated.view, spec=spec)
-        for name in sorted(write.unknown.intersection(decided_by)):
-            raise bypass_of(write.model, name)  # keys are refused before
         after = updated.view
     else:
         after = as_loaded(write.instance, spec)
     before = basis.view if basis is not None else None
-    return Decision(counting, basis, updated, after, deltas(relations, before, after, counting.gone))
+    if before is None or write.kind is WriteKind.EXPIRY:  # a create's Put is conditioned on no stored child, an
+        # expiry's marker on no marker: whatever decides the counts
+        return Decision(counting, basis, updated, after, deltas(relations, before, after, counting.gone))
+    read: Set[str] = set()
+    try:
+        found = deltas(relations, before, after, counting.gone, read)
+    finally:
+        decided_by = deciding(write.model, read)
+        for name in sorted(write.unknown.intersection(decided_by)):
+            raise bypass_of(write.model, name)  # keys are refused before
+    return Decision(counting, basis, updated, after, found, decided_by)
 
 
 def names_parents(model: Type[Model], instance: Model, sign: int) -> bool:
     """Whether ``instance`` can name the parents of each of its relations (an instance built from its key alone
     cannot)."""
     try:
-        for relation in relations_of(model):
-            relation.changes(instance, sign)
+        for relation in model_spec(model).counting:
+            change_of(relation, instance, sign)
     except (ParentKeyError, ChildValueError):
         return False
     return True

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Dict, List, Optional, Sequen
 
 from .._compat import ItemId, item_id
 from ..declare._shards import shard_key
-from ..declare._spec import spec_of
 from ..exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 from ._actions import (
     Action,
@@ -36,16 +35,17 @@ from ._actions import (
     ParentUpdate,
     Passthrough,
     RollupCheck,
+    item_of,
     shard_items,
 )
-from ._deltas import Decision, Parent
+from ._deltas import Decision, Parent, feed_of, parent_defaults
 from ._expiries import ExpiryMarker
 from ._writes import Write, WriteKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-    from ..declare._relations import Relation
+    from ..declare._spec import ModelSpec, RelationSpec
 
 __all__ = ["MAX_ACTIONS", "Plan", "plan"]
 
@@ -87,13 +87,13 @@ def plan(writes: Sequence[Write], decisions: Sequence[Optional[Decision]], token
     gathered = _gathered(sent)
     merged: Dict[ItemId, Write] = {}  # a caller's update or check of a parent item counted into joins its Update
     for _, write, _ in sent:
-        where = item_id(write.model, write.key)
+        where = item_of(write.model, write.spec, write.key)
         if where in gathered and where not in merged and write.kind in (WriteKind.OTHER_UPDATE, WriteKind.CHECK):
             merged[where] = write
     parents = {where: gathering.update(merged.get(where)) for where, gathering in gathered.items()}
     actions: List[Action] = []
     for index, write, decision in sent:
-        where = item_id(write.model, write.key)
+        where = item_of(write.model, write.spec, write.key)
         update = parents.get(where)
         if update is not None and update.merged is write:
             continue
@@ -145,7 +145,8 @@ class _Gathered:
     key: Tuple[Any, ...]
     shard: int
     where: ItemId
-    relation: Relation
+    relation: RelationSpec
+    spec: ModelSpec
     deltas: Dict[str, int] = field(default_factory=dict)
     fed_by: Set[str] = field(default_factory=set)
     rollup: bool = True
@@ -158,7 +159,7 @@ class _Gathered:
 
         :raises ParentKeyError: the key is too long for DynamoDB.
         """
-        return ParentUpdate(self.model, self.key, self.shard, self.where, self.relation, spec_of(self.model),
+        return ParentUpdate(self.model, self.key, self.shard, self.where, self.relation, self.spec,
                             self.deltas, self.fed_by, rollup=self.rollup, creates=self.creates,
                             defaults=self.defaults, absent=self.absent, merged=merged)
 
@@ -174,19 +175,23 @@ def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[Ite
         found = decision.deltas
         for first, pairs in ((False, found.removed), (True, found.added), (False, found.changed)):
             for relation, change in pairs:
-                where = item_id(change.parent, shard_key(change.key, change.shard) if change.shard else change.key)
+                where = item_of(change.parent, relation.parent_spec,
+                                shard_key(change.key, change.shard) if change.shard else change.key)
                 parent = parents.get(where)
                 if parent is None:
-                    parent = parents[where] = _Gathered(change.parent, change.key, change.shard, where, relation)
+                    parent = parents[where] = _Gathered(change.parent, change.key, change.shard, where, relation,
+                                                        relation.parent_spec)
                 elif parent.model is not change.parent:
                     parent.model = _one_model(parent, change.parent, relation)
+                    if parent.model is change.parent:
+                        parent.spec = relation.parent_spec
                 parent.deltas[change.attribute] = parent.deltas.get(change.attribute, 0) + change.delta
-                parent.fed_by.add(relation.feed)
+                parent.fed_by.add(feed_of(relation))
                 parent.rollup = parent.rollup and relation.create_parent
                 parent.creates = parent.creates and relation.create_parent and first
                 if relation.create_parent and first and change.delta >= 0 and parent.defaults is None:
                     assert decision.loaded is not None  # a first count is a save's or an update's
-                    parent.defaults = relation.parent_defaults(decision.loaded)
+                    parent.defaults = parent_defaults(relation, decision.loaded)
     for model, key in gone:  # a rollup found gone that a write counts into again must still be absent
         parent = parents.get(item_id(model, key))
         if parent is not None:
@@ -208,7 +213,7 @@ def _rollup_checks(decisions: Sequence[Optional[Decision]], parents: Dict[ItemId
     return checks
 
 
-def _one_model(update: _Gathered, model: Type[Model], relation: Relation) -> Type[Model]:
+def _one_model(update: _Gathered, model: Type[Model], relation: RelationSpec) -> Type[Model]:
     """The model of one parent item counted into by two relations: the more derived of the two (a subclass's
     counter and its base's on one item of a single-table model).
 

@@ -70,7 +70,7 @@ from ._plan import Plan
 from ._reads import read_shards
 from ._send import RETRYABLE_REASONS, Sent
 from ._shard_items import create_shards
-from ._stored import Stored, deciding
+from ._stored import Stored
 from ._writes import WriteKind
 
 __all__ = ["Attempt", "BULK_RECOVERIES", "DeletedMeanwhile", "EXPIRY_RECOVERIES", "ExpiredParentsGone",
@@ -543,13 +543,12 @@ def _admitted(parent: Action, error: LimitExceededError, decisions: List[Tuple[i
 
 def relearned(action: ChildAction, item: Any) -> Optional[Stored]:
     """The stored child ``item`` (returned by a refused counted edit, update or delete), when it is stored
-    otherwise than the basis its deltas were counted from: when an attribute that decides its parents (read by
-    the relations on either child as loaded, on the new state or on the instance) holds another raw value; else
-    ``None`` (the caller's own condition, or a version, refused it)."""
+    otherwise than the basis its deltas were counted from: when an attribute its condition covers (what decided
+    its deltas, ``Decision.decided_by``) holds another raw value; else ``None`` (the caller's own condition, or a
+    version, refused it)."""
     basis = action.decision.basis
-    if basis is None:
+    decided_by = action.decision.decided_by
+    if basis is None or decided_by is None:
         return None
     stored = Stored(basis.model, item)
-    after = action.decision.after
-    states = [stored.view, basis.view, action.instance] + ([after.view] if after is not None else [])
-    return stored if stored.differs(basis, deciding(basis.model, *states)) else None
+    return stored if stored.differs(basis, decided_by) else None

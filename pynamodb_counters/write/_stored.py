@@ -7,10 +7,16 @@ writes is what each instance remembers being stored as (:func:`remember`, :func:
 A write is conditioned on the raw item (an attribute absent stays absent, a NULL stays NULL) and counted from
 the view: so a stored child whose item lacks an attribute added to the model later, or holds it as NULL, is
 edited and deleted like any other, and counted as PynamoDB loads it.
+
+What decides a child's counts is what its relations' functions read of it: a :class:`Recorder` stands in for the
+child while they run (``_deltas`` runs them once per state, through one), and an edit's, update's or delete's
+condition covers the attributes recorded (:meth:`Stored.unchanged`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
+import functools
+import types
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type
 
 from pynamodb.constants import NULL
 from pynamodb.expressions.condition import Condition
@@ -18,14 +24,14 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
 from .._compat import key_of
-from ..declare._relations import read_by
 from ..declare._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Stored", "as_loaded", "deciding", "forget", "known_values", "remember", "remembered", "stored_of"]
+__all__ = ["Recorder", "Stored", "as_loaded", "deciding", "forget", "known_values", "read_by", "remember",
+           "remembered", "stored_of"]
 
 _MEMORY = "_pynamodb_counters_stored"  # on a counted instance: the raw item it was loaded from, or last written as
 
@@ -46,10 +52,12 @@ class Stored:
         self._view = view
 
     @classmethod
-    def of_instance(cls, instance: Model) -> Stored:
+    def of_instance(cls, instance: Model, spec: Optional[ModelSpec] = None) -> Stored:
         """What ``instance`` would be stored as (its item serialized only if a condition needs it), counted as
-        PynamoDB would load it: for an instance built by hand, whose stored item nobody has read."""
-        return cls(type(instance), None, as_loaded(instance))
+        PynamoDB would load it: for an instance built by hand, whose stored item nobody has read.
+
+        :param spec: its model's spec, when looked up already."""
+        return cls(type(instance), None, as_loaded(instance, spec))
 
     @property
     def item(self) -> Dict[str, Any]:
@@ -83,17 +91,6 @@ class Stored:
                 else path == Value(raw)
             condition = same if condition is None else condition & same
         return condition
-
-    def kept(self, *others: Model, spec: Optional[ModelSpec] = None) -> Optional[Condition]:
-        """The condition that the stored item still holds what this one holds (:meth:`unchanged`) for each of the
-        attributes that decide the child's parents, read on this one as loaded and on ``others`` (:func:`deciding`):
-        what an edit, update or delete counted from this one is conditioned on.
-
-        :param spec: the model's spec, when looked up already.
-        """
-        states: List[Model] = [self.view]
-        states.extend(other for other in others if all(other is not state for state in states))
-        return self.unchanged(deciding(self.model, *states, spec=spec))
 
     def differs(self, other: Stored, names: Iterable[str]) -> bool:
         """Whether ``other`` holds another raw value than this one for any of the attributes ``names``."""
@@ -129,15 +126,95 @@ def as_loaded(instance: Model, spec: Optional[ModelSpec] = None) -> Model:
     return instance
 
 
-def deciding(model: Type[Model], *states: Model, spec: Optional[ModelSpec] = None) -> List[str]:
-    """The non-key attributes that decide a counted child's parents (read by its relations), in any of
-    ``states``: what a counted edit, update or delete is conditioned on.
+def deciding(model: Type[Model], read: Iterable[str]) -> Tuple[str, ...]:
+    """The non-key attributes of ``model`` among the names ``read`` of a child of it (by its relations'
+    functions, or declared with ``reads=``), in order: what decides its parents, and what a counted edit, update
+    or delete is conditioned on."""
+    attributes = model.get_attributes()
+    keys = (model._hash_keyname, model._range_keyname)
+    return tuple(sorted(name for name in set(read) if name in attributes and name not in keys))
 
-    :param spec: ``model``'s spec, when looked up already.
+
+def read_by(relations: Iterable[Any], states: Iterable[Any]) -> Set[str]:
+    """The attributes (Python names) that decide what a child adds to which parent, in any of ``states`` (the
+    child's instances): each relation's declared ``reads``, plus those its key, ``when=`` and ``amount=``
+    functions touch on each state (found by running them on a :class:`Recorder`; a function that fails on one
+    counts what it read before failing). For a state no count has been decided from: ``update()`` asks it of the
+    instance it is given, before anything is read; a counted write records what it reads as it decides
+    (``_deltas``).
+
+    :param relations: :class:`~pynamodb_counters.Relation` or their compiled specs: each holds ``reads`` and
+      ``functions``.
     """
-    keys = {model._hash_keyname, model._range_keyname}
-    relations = (spec or spec_of(model)).relations
-    return sorted(read_by(relations, states) - keys)
+    states = tuple(states)
+    names: Set[str] = set()
+    for relation in relations:
+        names.update(relation.reads)
+        for state in states:
+            recorder = Recorder(state, names)
+            for function in relation.functions:
+                if function is None:
+                    continue
+                try:
+                    function(recorder)
+                except Exception:  # detection is best effort
+                    pass
+    attributes = [state.get_attributes() for state in states[:1]]
+    return {name for name in names if not attributes or name in attributes[0]}
+
+
+class Recorder:
+    """Stands in for a child and records the names read from it (in the set it is given), passing each read on
+    to the child.
+
+    A read of a property, a ``functools.cached_property`` or a method of the child's own model classes runs it
+    on the recorder, so that the attributes it reads are recorded too. The recorder reaches its own state
+    through its slot descriptors, never by name: a child attribute of any name (``seen``, ``_target``...) is
+    recorded like any other."""
+
+    __slots__ = ("_recorder_target", "_recorder_seen")
+
+    def __init__(self, target: Any, seen: Set[str]) -> None:
+        _TARGET.__set__(self, target)
+        _SEEN.__set__(self, seen)
+
+    def __getattribute__(self, name: str) -> Any:
+        _SEEN.__get__(self).add(name)
+        target = _TARGET.__get__(self)
+        followed = _followed(type(target), name)
+        if followed is None:
+            return getattr(target, name)
+        if isinstance(followed, property):
+            return followed.fget(self)  # type: ignore[misc]
+        if isinstance(followed, functools.cached_property):
+            return followed.func(self)
+        return types.MethodType(followed, self)
+
+
+_TARGET = Recorder.__dict__["_recorder_target"]
+_SEEN = Recorder.__dict__["_recorder_seen"]
+_FOLLOWED: Dict[Tuple[type, str], Any] = {}
+
+
+def _followed(model: type, name: str) -> Any:
+    """What a recorder runs itself for a read of ``name`` on an instance of ``model``: a property (with a getter),
+    a cached property or a plain function, defined on one of the user's model classes (not on PynamoDB's or this
+    library's), whose own reads then reach the recorder; ``None`` for anything else."""
+    try:
+        return _FOLLOWED[(model, name)]
+    except KeyError:
+        pass
+    found = None
+    for klass in model.__mro__:
+        if name in klass.__dict__:
+            value = klass.__dict__[name]
+            own = klass.__module__.split(".")[0] not in ("pynamodb", "pynamodb_counters", "builtins")
+            if own and ((isinstance(value, property) and value.fget is not None) or
+                        isinstance(value, (functools.cached_property, types.FunctionType))):
+                found = value
+            break
+    _FOLLOWED[(model, name)] = found
+    return found
 
 
 def remember(instance: Any, item: Dict[str, Any]) -> None:

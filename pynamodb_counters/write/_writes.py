@@ -20,11 +20,12 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
 from .._compat import key_of
-from ..declare._relations import read_by
+from ..declare._base import SPEC_HELD
+from ..declare._relations import UNREGISTERED
 from ..declare._spec import ModelSpec, spec_of
 from ..exceptions import CountingBypassError, InvalidArgumentError
 from ._context import SKIPPING, counting_skipped
-from ._stored import known_values, remembered
+from ._stored import known_values, read_by, remembered
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -32,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["UNSET", "Write", "WriteKind", "action_paths", "bypass_of", "check_child_key", "check_condition",
            "check_counters_unchanged", "check_token", "check_write", "counted_options", "delete_write", "given",
-           "guard_update", "parent_save_actions", "refuse_options", "save_write", "skipped", "update_write", "value"]
+           "guard_update", "key_in", "model_spec", "parent_save_actions", "refuse_options", "save_write", "skipped",
+           "update_write", "value"]
 
 
 _COUNTED = frozenset(("SAVE", "UPDATE", "DELETE", "EXPIRY"))
@@ -104,6 +106,26 @@ class Write:
     event: Optional[str] = None
 
 
+def model_spec(model: type) -> ModelSpec:
+    """``model``'s spec, as its class holds it once compiled (``declare._spec.spec_of`` compiles it on first use,
+    and again while a relation assigned after a class body waits to be registered)."""
+    spec: Optional[ModelSpec] = model.__dict__.get(SPEC_HELD)  # its own, never a base's
+    if spec is None or UNREGISTERED:  # a set's truth test
+        return spec_of(model)
+    return spec
+
+
+def key_in(instance: Model, spec: ModelSpec) -> Tuple[Any, ...]:
+    """``instance``'s key as Python values, ``(hash,)`` or ``(hash, range)``, by the names its model's spec
+    holds."""
+    names = spec.key_names
+    if len(names) == 1:
+        return (getattr(instance, names[0]),)
+    if names:
+        return getattr(instance, names[0]), getattr(instance, names[1])
+    return key_of(instance)  # a model the library does not count: its spec names no key
+
+
 def save_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
                spec: Optional[ModelSpec] = None) -> Write:
     """A save of ``instance``: counted when its model is a counted child, a parent's save of everything but its
@@ -114,18 +136,19 @@ def save_write(instance: Model, condition: Optional[Condition] = None, *, add_ve
     :raises AttributeNullError: PynamoDB's, for a parent's attribute that may not be ``None``.
     """
     model = type(instance)
-    spec = spec or spec_of(model)
+    spec = spec or model_spec(model)
     check_condition(condition)
     uncounted = skipped(model)
     if not uncounted:
         check_counters_unchanged(instance, spec.counters)
     if uncounted or not spec.counted:
-        return Write(WriteKind.PUT, model, spec, key_of(instance), instance, condition)
+        return Write(WriteKind.PUT, model, spec, key_in(instance, spec), instance, condition)
     if not spec.relations:  # a parent that is not a counted child: every attribute, never its counters
-        return Write(WriteKind.PARENT_SAVE, model, spec, key_of(instance), instance, condition,
+        return Write(WriteKind.PARENT_SAVE, model, spec, key_in(instance, spec), instance, condition,
                      tuple(parent_save_actions(instance)), with_shards=True)
     check_child_key(instance)
-    return Write(WriteKind.SAVE, model, spec, key_of(instance), instance, condition, (), add_version_condition, True)
+    return Write(WriteKind.SAVE, model, spec, key_in(instance, spec), instance, condition, (), add_version_condition,
+                 True)
 
 
 def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
@@ -136,14 +159,14 @@ def delete_write(instance: Model, condition: Optional[Condition] = None, *, add_
     :raises InvalidArgumentError: ``condition`` is not a PynamoDB condition, or a counted child's key is incomplete.
     """
     model = type(instance)
-    spec = spec or spec_of(model)
+    spec = spec or model_spec(model)
     check_condition(condition)
     uncounted = skipped(model)
+    key = key_in(instance, spec)
     if spec.relations and not uncounted:
         check_child_key(instance)
-        return Write(WriteKind.DELETE, model, spec, key_of(instance), instance, condition, (), add_version_condition,
-                     True)
-    return Write(WriteKind.OTHER_DELETE, model, spec, key_of(instance), instance, condition, (), add_version_condition,
+        return Write(WriteKind.DELETE, model, spec, key, instance, condition, (), add_version_condition, True)
+    return Write(WriteKind.OTHER_DELETE, model, spec, key, instance, condition, (), add_version_condition,
                  not uncounted)
 
 
@@ -160,18 +183,18 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
     if not actions:
         raise InvalidArgumentError("update() needs a non-empty list of actions")
     model = type(instance)
-    spec = spec or spec_of(model)
+    spec = spec or model_spec(model)
     check_condition(condition)
     touched = guard_update(instance, actions, counted=True)
     if spec.relations and not skipped(model):
         check_child_key(instance)
     if not touched:
-        return Write(WriteKind.OTHER_UPDATE, model, spec, key_of(instance), instance, condition, tuple(actions),
+        return Write(WriteKind.OTHER_UPDATE, model, spec, key_in(instance, spec), instance, condition, tuple(actions),
                      add_version_condition)
     known, unknown = known_values(model, actions)
     for name in sorted(unknown & touched):  # refused before any read
         raise bypass_of(model, name)
-    return Write(WriteKind.UPDATE, model, spec, key_of(instance), instance, condition, tuple(actions),
+    return Write(WriteKind.UPDATE, model, spec, key_in(instance, spec), instance, condition, tuple(actions),
                  add_version_condition, known=known, unknown=unknown)
 
 
@@ -190,7 +213,7 @@ def check_write(model: Type[Model], key: Tuple[Any, ...], condition: Condition) 
     check_condition(condition)
     if condition is None:
         raise InvalidArgumentError("condition_check() needs a condition")
-    return Write(WriteKind.CHECK, model, spec_of(model), key, condition=condition)
+    return Write(WriteKind.CHECK, model, model_spec(model), key, condition=condition)
 
 
 def parent_save_actions(instance: Model, spec: Optional[ModelSpec] = None) -> List[Action]:
@@ -201,7 +224,7 @@ def parent_save_actions(instance: Model, spec: Optional[ModelSpec] = None) -> Li
     """
     instance.serialize(null_check=True)  # the same null checks as PynamoDB's save()
     model = type(instance)
-    counters = (spec or spec_of(model)).counters
+    counters = (spec or model_spec(model)).counters
     skip = {model._hash_keyname, model._range_keyname, model._version_attribute_name}
     actions: List[Action] = []
     for name, attribute in model.get_attributes().items():
@@ -263,7 +286,7 @@ def check_counters_unchanged(instance: Any, counters: Optional[Dict[str, Any]] =
       with), or from ``0`` on a new instance.
     """
     if counters is None:
-        counters = spec_of(type(instance)).counters
+        counters = model_spec(type(instance)).counters
     if not counters:
         return
     item = remembered(instance) or {}  # what it was loaded as (or last written as); nothing for a new instance
@@ -291,7 +314,7 @@ def guard_update(instance: Model, actions: Sequence[Action], *, counted: bool = 
     if skipped(model):
         return frozenset()
     attributes = model.get_attributes()
-    spec = spec_of(model)
+    spec = model_spec(model)
     protected: Dict[str, str] = {attributes[name].attr_name: f"{model.__name__}.{name} is a counter"
                                  for name in spec.counters}
     decides: Dict[str, str] = {}
@@ -299,7 +322,7 @@ def guard_update(instance: Model, actions: Sequence[Action], *, counted: bool = 
     if relations:
         for name in filter(None, (model._hash_keyname, model._range_keyname)):
             protected[attributes[name].attr_name] = f"{model.__name__}.{name} is part of a counted child's key"
-        decides.update((attributes[name].attr_name, name) for name in read_by(relations, (instance,)))
+        decides.update((attributes[name].attr_name, name) for name in read_by(spec.counting, (instance,)))
     touched = set()
     for path in action_paths(actions):
         if path in protected:
@@ -356,7 +379,7 @@ def refuse_options(instance: Any, write: str, **options: Any) -> None:
         return
     model = type(instance)
     what = (f"{model.__name__}.{write}() changes nothing its counters count by, so it is PynamoDB's own UpdateItem"
-            if spec_of(model).relations else
+            if model_spec(model).relations else
             f"{model.__name__} is a parent, so its {write}() is PynamoDB's own write (counters kept as stored)")
     raise InvalidArgumentError(f"{what}: {', '.join(f'{name}=' for name in given)} apply to counted writes of "
                                f"children (save, delete, and updates of what they count by); leave them out. "
