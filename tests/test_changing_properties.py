@@ -26,8 +26,8 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, WriteResult, audit, counted_by
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing import Backend
-from tests.factories import stored
-from tests.models import TABLE_MODELS, Message, Thread
+from tests.support.factories import stored
+from tests.support.models import TABLE_MODELS, Message, Thread
 
 THREADS = ("THREAD#t0", "THREAD#t1", "THREAD#t2")
 KEYS = ("MSG#m0", "MSG#m1", "MSG#m2", "MSG#m3", "MSG#m4")

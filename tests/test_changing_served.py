@@ -9,7 +9,7 @@ a refusal and count from it. Afterwards:
 * no write is counted twice, nor left out: the ``changes`` of the ``WriteResult`` each writer got, summed per
   (thread, counter) from zero, equal the final counters.
 
-The fault runs put a :class:`~tests.faults.FaultProxy` in front of the engine, losing responses after the engine
+The fault runs put a :class:`~tests.support.faults.FaultProxy` in front of the engine, losing responses after the engine
 committed and answering conflicts, on a seeded share of the ``TransactWriteItems`` requests.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pynamodb.signals import pre_dynamodb_send
 from pynamodb_counters import RetryPolicy, WriteResult, audit
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.faults import FaultProxy
-from tests.models import Message, Thread
+from tests.support import faults
+from tests.support.faults import FaultProxy
+from tests.support.models import Message, Thread
 
 pytestmark = pytest.mark.served
 

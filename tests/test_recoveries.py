@@ -19,9 +19,9 @@ from pynamodb_counters.write._recoveries import (
     RollupsReturned,
     StaleBasis,
 )
-from tests.client_hooks import hooked
-from tests.factories import raw_client
-from tests.models import Clap, DailyClaps, Message, Show, Thread, Video, View
+from tests.support.client_hooks import hooked
+from tests.support.factories import raw_client
+from tests.support.models import Clap, DailyClaps, Message, Show, Thread, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

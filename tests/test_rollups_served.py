@@ -14,7 +14,7 @@ from pynamodb_counters import RetryPolicy, audit
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing import Backend
 from pynamodb_counters.testing.server import ServedMoto
-from tests.models import Clap, DailyClaps, Show
+from tests.support.models import Clap, DailyClaps, Show
 
 pytestmark = pytest.mark.served
 

@@ -16,10 +16,10 @@ import pytest
 from pynamodb_counters import RetryPolicy, signals
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.factories import like, post
-from tests.faults import FaultProxy
-from tests.models import Like, Post
+from tests.support import faults
+from tests.support.factories import like, post
+from tests.support.faults import FaultProxy
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.served
 

@@ -22,10 +22,10 @@ from pynamodb_counters import RetryPolicy, audit, repair, reshard, signals
 from pynamodb_counters.declare._shards import choose_shard
 from pynamodb_counters.testing import assert_counters_exact
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.factories import stored
-from tests.faults import FaultProxy
-from tests.models import Fan, Report, Video, View
+from tests.support import faults
+from tests.support.factories import stored
+from tests.support.faults import FaultProxy
+from tests.support.models import Fan, Report, Video, View
 
 pytestmark = pytest.mark.served
 
