@@ -339,6 +339,7 @@ def counts(state: NoticeState) -> int:
     return int(state[0] == "published" and state[1] is None)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @example(stored_as=("draft", None), theirs=("draft", 1), mine="published", delete=False)  # soft-deleted meanwhile

@@ -141,6 +141,7 @@ def test_transient_faults_are_retried(proxy: FaultProxy, fault: faults.Fault) ->
     assert counted_state() == {"tally": 1, "items": 1}
 
 
+@pytest.mark.slow
 def test_a_response_slower_than_the_read_timeout_is_retried_safely(proxy: FaultProxy,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     post()

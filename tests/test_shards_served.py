@@ -332,6 +332,7 @@ def test_repair_of_the_unsharded_counter_beside_sharded_ones_while_threads_write
 
 
 # -- 3. live resharding -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_shrinking_to_four_shards_while_threads_write(served: ServedMoto, monkeypatch: pytest.MonkeyPatch) -> None:
     Video(pk=VIDEO[0], sk=VIDEO[1]).save()
     old = [f"old{n}" for n in range(40)]
