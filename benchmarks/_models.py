@@ -1,6 +1,6 @@
 """
 The models the write and read benchmarks use: the README's ``Social`` table, a ``Users`` table in which a
-bookmark is counted too (as ``Bookmark`` in ``tests/models.py``), and a post whose like counter is sharded.
+bookmark is counted too (as ``Bookmark`` in ``tests/support/models.py``), and a post whose like counter is sharded.
 
 The baselines use :class:`PlainPost` and :class:`PlainLike`: the same items in the same table, as plain PynamoDB
 models without :class:`~pynamodb_counters.CounterMixin`, written and read the way a user does without this

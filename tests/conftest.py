@@ -22,10 +22,10 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
 
 from pynamodb_counters.testing import Backend, ServedMoto  # noqa: E402
-from tests.app_package import forget_app, write_package  # noqa: E402
-from tests.factories import bookmarked_post  # noqa: E402
-from tests.faults import FaultProxy  # noqa: E402
-from tests.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
+from tests.support.app_package import forget_app, write_package  # noqa: E402
+from tests.support.factories import bookmarked_post  # noqa: E402
+from tests.support.faults import FaultProxy  # noqa: E402
+from tests.support.models import ALL_MODELS, TABLE_MODELS  # noqa: E402
 
 
 @pytest.fixture
@@ -42,13 +42,13 @@ def dynamodb(counters_backend: Backend) -> Backend:
 
 @pytest.fixture
 def bookmarked(dynamodb: Backend) -> None:
-    """On moto in-process: a post bookmarked by U1 and by U2 (:func:`tests.factories.bookmarked_post`)."""
+    """On moto in-process: a post bookmarked by U1 and by U2 (:func:`tests.support.factories.bookmarked_post`)."""
     bookmarked_post()
 
 
 @pytest.fixture
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A package ``app`` on ``sys.path`` (files written by each test: :mod:`tests.app_package`), forgotten again
+    """A package ``app`` on ``sys.path`` (files written by each test: :mod:`tests.support.app_package`), forgotten again
     afterwards."""
     monkeypatch.syspath_prepend(str(tmp_path))
     yield write_package(tmp_path, "app")

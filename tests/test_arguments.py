@@ -20,8 +20,8 @@ from pynamodb_counters import (
     write_units,
 )
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
-from tests.factories import POST, like, post, snapshot
-from tests.models import Like, Post, Video
+from tests.support.factories import POST, like, post, snapshot
+from tests.support.models import Like, Post, Video
 
 
 def _update_without_actions() -> None:

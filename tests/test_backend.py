@@ -3,7 +3,7 @@ destroys data it did not write: it uses only the tables it creates, refuses a ta
 or one a concurrent run created) and keeps its items, in every mode; and it restores every model it touched exactly,
 models sharing one ``Meta`` included.
 
-The plugin's runs are user suites run by pytester in a subprocess, on ``tests/apps/plugin_models.py``.
+The plugin's runs are user suites run by pytester in a subprocess, on ``tests/support/apps/plugin_models.py``.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, counted_by
 from pynamodb_counters.testing import Backend, ExistingTableError
 from pynamodb_counters.testing.server import ServedMoto
-from tests.app_package import source
+from tests.support.app_package import source
 
 pytest_plugins = ["pytester"]
 

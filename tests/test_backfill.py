@@ -13,8 +13,8 @@ import pytest
 from pynamodb_counters import bulk_save
 from pynamodb_counters.exceptions import DuplicateChildError
 from pynamodb_counters.testing import Backend, ServedMoto, assert_counters_exact
-from tests.factories import likes, post, snapshot, tally
-from tests.models import Like, Post
+from tests.support.factories import likes, post, snapshot, tally
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.spark
 

@@ -33,10 +33,10 @@ from pynamodb_counters.exceptions import (
     TransactionTooLargeError,
 )
 from pynamodb_counters.write._chunks import plan_chunks
-from tests.client_hooks import hooked, transact_requests
-from tests.factories import bookmarks, like, likes, post, snapshot, stored, tally
-from tests.faults import LOSE_RESPONSE, RESET_BEFORE, SERVER_ERROR, THROTTLE, FaultProxy, answer
-from tests.models import REGION, Bookmark, Comment, Like, Post, User, Video, View
+from tests.support.client_hooks import hooked, transact_requests
+from tests.support.factories import bookmarks, like, likes, post, snapshot, stored, tally
+from tests.support.faults import LOSE_RESPONSE, RESET_BEFORE, SERVER_ERROR, THROTTLE, FaultProxy, answer
+from tests.support.models import REGION, Bookmark, Comment, Like, Post, User, Video, View
 
 
 def test_ten_thousand_likes_across_a_hundred_posts_take_about_a_hundred_transactions() -> None:

@@ -29,8 +29,8 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from pynamodb_counters.write._stored import read_by
-from tests.factories import raw_client, snapshot, swapped
-from tests.models import REGION, Message, Thread, Vote
+from tests.support.factories import raw_client, snapshot, swapped
+from tests.support.models import REGION, Message, Thread, Vote
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -435,7 +435,7 @@ def test_query_scan_batch_get_and_refresh_all_make_an_edit() -> None:
 
 
 def test_editing_a_child_that_is_also_a_parent_keeps_the_counts_it_holds() -> None:
-    from tests.models import Comment, Post, Reply
+    from tests.support.models import Comment, Post, Reply
 
     Post(pk="POST#p", sk="META").save()
     Comment(pk="POST#p", sk="COMMENT#c1", text="first").save()
@@ -449,7 +449,7 @@ def test_editing_a_child_that_is_also_a_parent_keeps_the_counts_it_holds() -> No
 
 
 def test_a_stale_version_is_refused_as_pynamodb_refuses_it() -> None:
-    from tests.models import Doc, Edit
+    from tests.support.models import Doc, Edit
 
     Doc(doc_id="d1").save()
     Edit(doc_id="d1", seq=1).save()
@@ -496,7 +496,7 @@ def test_moves_count_three_actions_each_against_the_limit_and_a_transaction_too_
 
 
 def test_a_move_between_parents_in_another_table_and_of_a_child_whose_parent_is_a_child() -> None:
-    from tests.models import Bookmark, Comment, Post, Reply, User
+    from tests.support.models import Bookmark, Comment, Post, Reply, User
 
     Post(pk="POST#p", sk="META").save()
     User(user_id="U1").save()
@@ -566,7 +566,7 @@ def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_i
 
 
 def test_an_edit_honours_add_version_condition_as_pynamodbs_save_does() -> None:
-    from tests.models import Doc, Edit
+    from tests.support.models import Doc, Edit
 
     Doc(doc_id="d1").save()
     Edit(doc_id="d1", seq=1).save()
@@ -882,7 +882,7 @@ def test_an_edit_runs_the_key_and_when_functions_once_per_state_and_is_condition
 
 # -- write ids: what recognises a write of one's own -----------------------------------------------------------------
 def test_a_create_retried_with_its_token_after_an_edit_is_recognised_not_a_duplicate() -> None:
-    from tests.factories import like, post, tally
+    from tests.support.factories import like, post, tally
 
     post()
     like().save(token="client-idempotency-key-1")  # committed; the client never saw the answer

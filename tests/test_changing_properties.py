@@ -26,8 +26,8 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, WriteResult, audit, counted_by
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing import Backend
-from tests.factories import stored
-from tests.models import TABLE_MODELS, Message, Thread
+from tests.support.factories import stored
+from tests.support.models import TABLE_MODELS, Message, Thread
 
 THREADS = ("THREAD#t0", "THREAD#t1", "THREAD#t2")
 KEYS = ("MSG#m0", "MSG#m1", "MSG#m2", "MSG#m3", "MSG#m4")
@@ -339,6 +339,7 @@ def counts(state: NoticeState) -> int:
     return int(state[0] == "published" and state[1] is None)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @example(stored_as=("draft", None), theirs=("draft", 1), mine="published", delete=False)  # soft-deleted meanwhile

@@ -9,7 +9,7 @@ a refusal and count from it. Afterwards:
 * no write is counted twice, nor left out: the ``changes`` of the ``WriteResult`` each writer got, summed per
   (thread, counter) from zero, equal the final counters.
 
-The fault runs put a :class:`~tests.faults.FaultProxy` in front of the engine, losing responses after the engine
+The fault runs put a :class:`~tests.support.faults.FaultProxy` in front of the engine, losing responses after the engine
 committed and answering conflicts, on a seeded share of the ``TransactWriteItems`` requests.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pynamodb.signals import pre_dynamodb_send
 from pynamodb_counters import RetryPolicy, WriteResult, audit
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.faults import FaultProxy
-from tests.models import Message, Thread
+from tests.support import faults
+from tests.support.faults import FaultProxy
+from tests.support.models import Message, Thread
 
 pytestmark = pytest.mark.served
 
@@ -216,6 +216,7 @@ def test_eight_writers_changing_fifty_messages_keep_every_counter_exact(served: 
     assert all(record.outcomes[f"edited ({operation})"] > 0 for operation in OPERATIONS if operation != "delete")
 
 
+@pytest.mark.slow
 def test_four_writers_changing_fifty_messages_keep_every_counter_exact(served: ServedMoto) -> None:
     record = start(seed=20261203)
     run(plans(seed=20261204, operations=200, writers=4), record)
@@ -226,6 +227,7 @@ def test_four_writers_changing_fifty_messages_keep_every_counter_exact(served: S
 FAULTS = [faults.LOSE_RESPONSE, faults.LOSE_RESPONSE, faults.CONFLICT]
 
 
+@pytest.mark.slow
 def test_edits_and_moves_with_lost_responses_count_once(proxy: FaultProxy) -> None:
     """One writer, 200 edits, moves, deletes and re-creations, a third of whose requests lose their response
     after the engine committed (or answer a conflict): each write is recognised as its own on its retry, so the
@@ -241,6 +243,7 @@ def test_edits_and_moves_with_lost_responses_count_once(proxy: FaultProxy) -> No
     assert_nothing_counted_twice(record, stored)
 
 
+@pytest.mark.slow
 def test_concurrent_edits_and_moves_with_lost_responses_keep_every_counter_exact(proxy: FaultProxy) -> None:
     """Four writers, 200 operations, lost responses and conflicts on a quarter of the requests: the counters
     equal the recount. (The reported changes are not summed here: a writer whose response was lost cannot always

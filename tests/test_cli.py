@@ -20,9 +20,9 @@ from pynamodb_counters.cli import main
 from pynamodb_counters.exceptions import InvalidArgumentError
 from pynamodb_counters.reconcile._auditor import Auditor
 from pynamodb_counters.testing.server import ServedMoto
-from tests.app_package import run, source, write_app, write_package
-from tests.factories import post, snapshot, stored
-from tests.models import Like, Post, Video, View
+from tests.support.app_package import run, source, write_app, write_package
+from tests.support.factories import post, snapshot, stored
+from tests.support.models import Like, Post, Video, View
 
 
 def drifted_posts() -> None:
@@ -37,44 +37,44 @@ def drifted_posts() -> None:
 @pytest.mark.usefixtures("dynamodb")
 def test_audit_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     drifted_posts()
-    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally", "--json")
+    code, out, _ = run(capsys, "audit", "tests.support.models:Post.like_tally", "--json")
     assert code == 1
     report = json.loads(out)
     assert report["drifts"] == [{"model": "Post", "key": ["POST#bad", "META"], "attribute": "like_tally",
                                  "stored": 0, "actual": 2}]
     assert report["parents_checked"] == 2
-    code, out, _ = run(capsys, "audit", "tests.models:Like.post", "--parent", '["POST#ok", "META"]', "--json")
+    code, out, _ = run(capsys, "audit", "tests.support.models:Like.post", "--parent", '["POST#ok", "META"]', "--json")
     assert code == 0 and json.loads(out)["drifts"] == []
 
 
 @pytest.mark.usefixtures("dynamodb")
 def test_repair_is_a_dry_run_unless_applied(capsys: pytest.CaptureFixture[str]) -> None:
     drifted_posts()
-    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--csv")
+    code, out, _ = run(capsys, "repair", "tests.support.models:Post.like_tally", "--csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 1 and [(r["key"], r["status"]) for r in rows] == [('["POST#bad", "META"]', "planned")]
     assert Post.get("POST#bad", "META").like_tally == 0
-    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--apply")
+    code, out, _ = run(capsys, "repair", "tests.support.models:Post.like_tally", "--apply")
     assert code == 0 and "repaired 0 -> 2" in out
     assert Post.get("POST#bad", "META").like_tally == 2
-    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally")
+    code, out, _ = run(capsys, "audit", "tests.support.models:Post.like_tally")
     assert code == 0 and "2 parents checked, 0 drifted" in out
 
 
 @pytest.mark.usefixtures("dynamodb")
 @pytest.mark.parametrize("target, message", [
-    ("tests.models", "expected MODULE:Model.attribute"),
+    ("tests.support.models", "expected MODULE:Model.attribute"),
     ("tests.nowhere:Post.like_tally", "cannot import 'tests.nowhere'"),
-    ("tests.models:Nobody.like_tally", "has no model 'Nobody'"),
-    ("tests.models:Post.title", "is not a CounterField"),
-    ("tests.models:Like", "Like is a child model with no counters of its own; name the counter its relations "
-                          "feed: tests.models:Post.like_tally (via Like.post)"),
-    ("tests.models:Bookmark", "tests.models:Post.bookmark_count (via Bookmark.post), tests.models:User.bookmarks "
-                              "(via Bookmark.owner)"),
-    ("tests.models:Like.liked_at", "Like.liked_at is not a CounterField or a counted_by relation; Like is a child "
-                                   "model with no counters of its own; name the counter its relations feed: "
-                                   "tests.models:Post.like_tally (via Like.post)"),
-    ("tests.models:Post", "Post has 3 counters"),
+    ("tests.support.models:Nobody.like_tally", "has no model 'Nobody'"),
+    ("tests.support.models:Post.title", "is not a CounterField"),
+    ("tests.support.models:Like", "Like is a child model with no counters of its own; name the counter its "
+                                  "relations feed: tests.support.models:Post.like_tally (via Like.post)"),
+    ("tests.support.models:Bookmark", "tests.support.models:Post.bookmark_count (via Bookmark.post), "
+                                      "tests.support.models:User.bookmarks (via Bookmark.owner)"),
+    ("tests.support.models:Like.liked_at", "Like.liked_at is not a CounterField or a counted_by relation; Like is a "
+                                           "child model with no counters of its own; name the counter its relations "
+                                           "feed: tests.support.models:Post.like_tally (via Like.post)"),
+    ("tests.support.models:Post", "Post has 3 counters"),
 ])
 def test_bad_targets_are_usage_errors(capsys: pytest.CaptureFixture[str], target: str, message: str) -> None:
     code, out, err = run(capsys, "audit", target)
@@ -86,7 +86,7 @@ def test_reshard_creates_missing_shards_and_then_has_nothing_to_do(capsys: pytes
     with skip_counting():  # a video stored as a plain item, before its counter was sharded: no shard items
         Video(pk="VIDEO#old", sk="META").save()
     assert not [item for item in stored("Videos") if "_cshard" in item]
-    code, out, _ = run(capsys, "reshard", "tests.models:Video.view_count", "16", "--json")
+    code, out, _ = run(capsys, "reshard", "tests.support.models:Video.view_count", "16", "--json")
     assert code == 0 and json.loads(out) == {"model": "Video", "attribute": "view_count", "shards": 16,
                                              "parents_rewritten": 1}
     shards = sorted(int(item["_cshard"]["N"]) for item in stored("Videos") if "_cshard" in item)
@@ -94,15 +94,16 @@ def test_reshard_creates_missing_shards_and_then_has_nothing_to_do(capsys: pytes
     for user in range(16):
         View(pk="VIDEO#old", sk=f"VIEW#USER#{user}").save()
     assert Video.view_count.total(("VIDEO#old", "META")) == 16
-    code, out, _ = run(capsys, "reshard", "tests.models:Video.view_count", "16", "--parent", '["VIDEO#old", "META"]')
+    code, out, _ = run(capsys, "reshard", "tests.support.models:Video.view_count", "16",
+                       "--parent", '["VIDEO#old", "META"]')
     assert code == 0 and "0 parents rewritten" in out
 
 
 @pytest.mark.usefixtures("dynamodb")
 @pytest.mark.parametrize("argv, message", [
-    (["tests.models:Video.view_count", "0"], "from 1 to 100"),
-    (["tests.models:Video.view_count", "101"], "from 1 to 100"),
-    (["tests.models:Video.view_count", "4", "--parent", '["VIDEO#none", "META"]'], "does not exist"),
+    (["tests.support.models:Video.view_count", "0"], "from 1 to 100"),
+    (["tests.support.models:Video.view_count", "101"], "from 1 to 100"),
+    (["tests.support.models:Video.view_count", "4", "--parent", '["VIDEO#none", "META"]'], "does not exist"),
 ])
 def test_reshard_errors_are_usage_errors_and_write_nothing(capsys: pytest.CaptureFixture[str], argv: List[str],
                                                          message: str) -> None:
@@ -118,7 +119,7 @@ def test_an_unreachable_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[
     for model in (Post, Like):
         monkeypatch.setattr(model.Meta, "host", model.Meta.host)  # restored afterwards: main() changes it
         monkeypatch.setattr(model, "_connection", None)
-    code, _, err = run(capsys, "audit", "tests.models:Post.like_tally", "--endpoint-url", "http://127.0.0.1:9")
+    code, _, err = run(capsys, "audit", "tests.support.models:Post.like_tally", "--endpoint-url", "http://127.0.0.1:9")
     assert code == 2 and "127.0.0.1:9" in err
     for model in (Post, Like):
         model._connection = None
@@ -128,7 +129,7 @@ def test_an_unreachable_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[
 @pytest.mark.served
 def test_the_installed_command_against_a_served_engine(served: ServedMoto) -> None:
     drifted_posts()
-    command: List[str] = [sys.executable, "-m", "pynamodb_counters", "audit", "tests.models:Post.like_tally",
+    command: List[str] = [sys.executable, "-m", "pynamodb_counters", "audit", "tests.support.models:Post.like_tally",
                           "--endpoint-url", served.endpoint_url, "--segments", "2", "--json"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
@@ -143,15 +144,15 @@ def test_the_installed_command_against_a_served_engine(served: ServedMoto) -> No
 @pytest.mark.usefixtures("dynamodb")
 def test_audit_of_a_parent_that_does_not_exist_is_not_clean(capsys: pytest.CaptureFixture[str]) -> None:
     drifted_posts()
-    code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--parent", '["POST#typo", "META"]')
+    code, out, err = run(capsys, "audit", "tests.support.models:Post.like_tally", "--parent", '["POST#typo", "META"]')
     assert code == 2
     assert 'Post ["POST#typo", "META"]: not found' in out and "0 parents checked, 0 drifted, 1 not found" in out
     assert err.strip().splitlines() == ['pynamodb-counters: 1 parent not found: ["POST#typo", "META"]']
-    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally", "--parent", '["POST#typo", "META"]',
+    code, out, _ = run(capsys, "audit", "tests.support.models:Post.like_tally", "--parent", '["POST#typo", "META"]',
                        "--parent", '["POST#ok", "META"]', "--json")
     report = json.loads(out)
     assert code == 2 and report["missing"] == [["POST#typo", "META"]] and report["parents_checked"] == 1
-    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--parent", '["POST#typo", "META"]',
+    code, out, _ = run(capsys, "repair", "tests.support.models:Post.like_tally", "--parent", '["POST#typo", "META"]',
                        "--apply")
     assert code == 2 and "not found" in out
     assert [item for item in stored("Social") if item["pk"]["S"] == "POST#typo"] == []
@@ -160,7 +161,7 @@ def test_audit_of_a_parent_that_does_not_exist_is_not_clean(capsys: pytest.Captu
 @pytest.mark.usefixtures("dynamodb")
 def test_counts_in_output_agree_with_their_nouns(capsys: pytest.CaptureFixture[str]) -> None:
     post("POST#ok")
-    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally")
+    code, out, _ = run(capsys, "audit", "tests.support.models:Post.like_tally")
     assert code == 0 and "1 parent checked, 0 drifted" in out and "1 parents" not in out
     assert re.search(r", (1 read unit|[\d.]+ read units)\b", out)
 
@@ -178,11 +179,12 @@ def test_the_console_script_imports_models_from_the_current_directory(tmp_path: 
 
 @pytest.mark.usefixtures("dynamodb")
 @pytest.mark.parametrize("argv, kind, message", [
-    (["audit", "tests.models:Like"], "ConfigurationError", "via Like.post"),
+    (["audit", "tests.support.models:Like"], "ConfigurationError", "via Like.post"),
     (["repair", "tests.nowhere:Post.like_tally"], "ConfigurationError", "cannot import 'tests.nowhere'"),
-    (["reshard", "tests.models:Video.view_count", "0"], "InvalidArgumentError", "from 1 to 100"),
-    (["feeders", "tests.models:Post.like_tally", "--forget", "prefix=LIKE#"], "InvalidArgumentError", "is loaded"),
-    (["audit", "tests.models:Post.like_tally", "--no-such-option"], "UsageError", "unrecognized arguments"),
+    (["reshard", "tests.support.models:Video.view_count", "0"], "InvalidArgumentError", "from 1 to 100"),
+    (["feeders", "tests.support.models:Post.like_tally", "--forget", "prefix=LIKE#"], "InvalidArgumentError",
+     "is loaded"),
+    (["audit", "tests.support.models:Post.like_tally", "--no-such-option"], "UsageError", "unrecognized arguments"),
 ])
 def test_json_output_after_an_error_is_a_json_error_object(capsys: pytest.CaptureFixture[str], argv: List[str],
                                                            kind: str, message: str) -> None:
@@ -232,14 +234,14 @@ def test_a_module_that_fails_to_import_exits_2(app: Path, capsys: pytest.Capture
         code, out, err = run(capsys, "audit", target)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
         assert "cannot import 'app." in err
-    code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--import", "app.broken")
+    code, out, err = run(capsys, "audit", "tests.support.models:Post.like_tally", "--import", "app.broken")
     assert code == 2 and "no settings configured" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.usefixtures("dynamodb")
 @pytest.mark.parametrize("argv, module, missing", [
     (["repair", "nowhere_app.models:Post.like_tally"], "nowhere_app.models", "nowhere_app"),
-    (["repair", "tests.models:Post.like_tally", "--import", "nowhere_app"], "nowhere_app", "nowhere_app"),
+    (["repair", "tests.support.models:Post.like_tally", "--import", "nowhere_app"], "nowhere_app", "nowhere_app"),
     (["repair", "tests.nowhere:Post.like_tally"], "tests.nowhere", "tests.nowhere"),
 ])
 def test_a_module_not_found_is_one_line_then_where_it_was_looked_for_and_what_to_do(
@@ -339,7 +341,7 @@ def test_a_failure_mid_repair_prints_what_was_done_and_the_error(
         return apply(self, *args)
 
     monkeypatch.setattr(Auditor, "_apply", fail_second)
-    code, out, err = run(capsys, "repair", "tests.models:Post.like_tally", "--apply", "--json")
+    code, out, err = run(capsys, "repair", "tests.support.models:Post.like_tally", "--apply", "--json")
     report = json.loads(out)
     assert code == 2 and report["error"] == "ConnectionResetError: the connection dropped"
     assert [(r["key"], r["status"]) for r in report["repairs"]] == [(["POST#1", "META"], "repaired")]
@@ -355,7 +357,7 @@ def test_max_attempts_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[s
     with skip_counting():
         Like(pk="POST#1", sk="LIKE#USER#1", liked_at=1).save()
     before = snapshot()
-    code, out, err = run(capsys, "repair", "tests.models:Post.like_tally", "--apply", "--max-attempts", value)
+    code, out, err = run(capsys, "repair", "tests.support.models:Post.like_tally", "--apply", "--max-attempts", value)
     assert code == 2 and out == "" and "--max-attempts" in err and len(err.strip().splitlines()) == 1
     assert snapshot() == before
     with pytest.raises(InvalidArgumentError, match="max_attempts"):
@@ -375,7 +377,7 @@ def test_a_numeric_hash_key_is_given_bare(keyed: Any, capsys: pytest.CaptureFixt
 
 @pytest.mark.usefixtures("dynamodb")
 def test_an_unknown_option_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "audit", "tests.models:Post.like_tally", "--no-such-option")
+    code, out, err = run(capsys, "audit", "tests.support.models:Post.like_tally", "--no-such-option")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == ["pynamodb-counters: error: unrecognized arguments: --no-such-option "
                                         "(see pynamodb-counters --help)"]

@@ -13,14 +13,14 @@ import pytest
 from pynamodb_counters import ExportProgress, audit, skip_counting
 from pynamodb_counters.cli import _ExportProgress
 from pynamodb_counters.testing import export_table, write_export
-from tests.app_package import run
-from tests.export_models import TABLE_MODELS, Forum, Member, Topic
-from tests.factories import stored
-from tests.models import Post, User
+from tests.support.app_package import run
+from tests.support.export_models import TABLE_MODELS, Forum, Member, Topic
+from tests.support.factories import stored
+from tests.support.models import Post, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
-TARGET = "tests.export_models:Forum.topic_count"
+TARGET = "tests.support.export_models:Forum.topic_count"
 #: the items of a forum with one topic: its own, the 3 shard items of its view_count, the topic
 ITEMS = 1 + 3 + 1
 
@@ -93,10 +93,11 @@ def test_two_exports_for_a_relation_in_another_table(capsys: pytest.CaptureFixtu
     with skip_counting():
         Member(pk="FORUM#f0", sk="MEMBER#u0").save()
     forums, members = export_table(Forum, tmp_path / "forums"), export_table(Member, tmp_path / "members")
-    code, out, _ = run(capsys, "audit", "tests.export_models:Forum.member_count", "--export", forums,
+    code, out, _ = run(capsys, "audit", "tests.support.export_models:Forum.member_count", "--export", forums,
                        "--export", members, "--json")
     assert code == 1 and [d["key"] for d in json.loads(out)["drifts"]] == [["FORUM#f0", "META"]]
-    code, out, err = run(capsys, "audit", "tests.export_models:Forum.member_count", "--export", forums, "--json")
+    code, out, err = run(capsys, "audit", "tests.support.export_models:Forum.member_count", "--export", forums,
+                         "--json")
     assert code == 2 and json.loads(out)["type"] == "ExportError" and "no export of the table 'Members'" in err
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from pynamodb_counters import audit, repair, skip_counting
 from pynamodb_counters.exceptions import CorruptCounterError, CounterUnderflowError
-from tests.app_package import run
-from tests.factories import post, raw_item, raw_update, snapshot, stored
-from tests.models import Like, Post, Video, View
+from tests.support.app_package import run
+from tests.support.factories import post, raw_item, raw_update, snapshot, stored
+from tests.support.models import Like, Post, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -35,10 +35,10 @@ def test_an_audit_reports_a_non_integer_counter_as_drift_and_repair_fixes_it(
     report = audit(Post.like_tally)
     assert [(d.key, d.stored, d.actual) for d in report.drifts] == [
         (("POST#1", "META"), Decimal("3.5"), 3), (("POST#2", "META"), 0, 1)]
-    code, out, _ = run(capsys, "audit", "tests.models:Post.like_tally", "--json")
+    code, out, _ = run(capsys, "audit", "tests.support.models:Post.like_tally", "--json")
     assert code == 1 and [(d["key"], d["stored"]) for d in json.loads(out)["drifts"]] == [
         (["POST#1", "META"], "3.5"), (["POST#2", "META"], 0)]
-    code, out, _ = run(capsys, "repair", "tests.models:Post.like_tally", "--apply")
+    code, out, _ = run(capsys, "repair", "tests.support.models:Post.like_tally", "--apply")
     assert code == 0 and "repaired 3.5 -> 3" in out
     assert raw_item("Social", {"pk": {"S": "POST#1"}, "sk": {"S": "META"}})["like_tally"] == {"N": "3"}
     assert Post.like_tally.total(("POST#1", "META")) == 3
@@ -85,7 +85,7 @@ def test_a_sharded_counter_with_a_non_integer_shard_is_drift_and_repaired() -> N
 def test_reshard_of_a_non_integer_shard_is_a_clear_error_and_writes_nothing() -> None:
     from pynamodb_counters import reshard
     from pynamodb_counters.declare._shards import shard_key
-    from tests.factories import raw_client
+    from tests.support.factories import raw_client
 
     Video(pk="VIDEO#v1", sk="META").save()
     hash_key, range_key = shard_key(("VIDEO#v1", "META"), 15)

@@ -11,8 +11,8 @@ from pynamodb_counters.exceptions import (
     ParentKeyError,
     ParentNotFoundError,
 )
-from tests.factories import LIKED_AT, bookmarks, like, post, snapshot, stored, tally
-from tests.models import Board, Bookmark, Card, Comment, Doc, Edit, Like, Post, Reply, User
+from tests.support.factories import LIKED_AT, bookmarks, like, post, snapshot, stored, tally
+from tests.support.models import Board, Bookmark, Card, Comment, Doc, Edit, Like, Post, Reply, User
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -13,8 +13,8 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, audit, counted_by, skip_counting
 from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
-from tests.factories import raw_client, snapshot
-from tests.models import REGION
+from tests.support.factories import raw_client, snapshot
+from tests.support.models import REGION
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

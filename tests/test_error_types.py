@@ -24,8 +24,8 @@ from pynamodb_counters.exceptions import (
     TransactionError,
 )
 from pynamodb_counters.write._send import transact_client
-from tests.factories import POST, like, likes, post, snapshot, stored, tally
-from tests.models import Like, Post
+from tests.support.factories import POST, like, likes, post, snapshot, stored, tally
+from tests.support.models import Like, Post
 
 #: a stored like, as DynamoDB returns it with ``ReturnValuesOnConditionCheckFailure``
 ITEM = {"pk": {"S": POST}, "sk": {"S": "LIKE#USER#7c20"}, "liked_at": {"N": "1"}}

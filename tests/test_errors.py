@@ -10,8 +10,8 @@ from pynamodb.exceptions import PutError
 
 from pynamodb_counters import CountedTransaction, RetryPolicy, skip_counting
 from pynamodb_counters.exceptions import RetriesExhaustedError, TransactionError
-from tests.factories import like, post, snapshot
-from tests.models import Like, Post
+from tests.support.factories import like, post, snapshot
+from tests.support.models import Like, Post
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 
@@ -88,7 +88,7 @@ def test_an_empty_transaction_is_refused() -> None:
 
 @pytest.mark.usefixtures("dynamodb")
 def test_an_item_over_400_kb_is_refused_and_nothing_is_written() -> None:
-    from tests.models import Comment
+    from tests.support.models import Comment
 
     post()
     before = snapshot()
@@ -151,7 +151,7 @@ def test_a_child_saved_without_its_key_is_told_so_about_its_own_key() -> None:
 @pytest.mark.usefixtures("dynamodb")
 def test_a_parent_edited_and_counted_into_in_one_transaction_is_told_what_collides() -> None:
     from pynamodb_counters.exceptions import InvalidTransactionError
-    from tests.models import Comment, Reply
+    from tests.support.models import Comment, Reply
 
     post()
     Comment(pk="POST#a91f", sk="COMMENT#c1", text="first").save()
@@ -170,7 +170,7 @@ def test_a_parent_edited_and_counted_into_in_one_transaction_is_told_what_collid
 @pytest.mark.usefixtures("dynamodb")
 def test_a_refused_counted_update_says_it_was_an_update() -> None:
     from pynamodb_counters.exceptions import ConditionFailedError
-    from tests.models import Message, Thread
+    from tests.support.models import Message, Thread
 
     Thread(pk="THREAD#t1", sk="META").save()
     Message(pk="MSG#1", sk="MSG", thread_id="THREAD#t1").save()
@@ -188,7 +188,7 @@ def test_a_childs_own_key_over_dynamodbs_key_limit_is_named_as_such() -> None:
     with pytest.raises(InvalidArgumentError, match="1024 bytes") as caught:
         Like(pk="POST#a91f", sk="LIKE#" + "u" * 1100, liked_at=1).save()
     assert "too large" not in str(caught.value)  # not mistaken for an item too large
-    from tests.models import Message
+    from tests.support.models import Message
 
     with pytest.raises(InvalidArgumentError, match="2048 bytes"):
         Message(pk="MSG#" + "m" * 2100, sk="MSG", thread_id="THREAD#t1").save()

@@ -4,7 +4,7 @@ deleted by DynamoDB's TTL off their parents from the table's stream, exactly onc
 
 moto writes real stream records but never expires an item: each test deletes items around the library, reads
 moto's records with ``GetRecords`` and marks the deletions it made as DynamoDB's TTL marks its own
-(:mod:`tests.stream_records`).
+(:mod:`tests.support.stream_records`).
 """
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, InvalidArgumentError
 from pynamodb_counters.signals import child_removed, duplicate_rejected
 from pynamodb_counters.streams import ExpiryResult, count_expiries, not_a_marker
-from tests.client_hooks import hooked, transact_requests
-from tests.factories import raw_client, stored
-from tests.models import DailyInvites, Invite, Session, Team
-from tests.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
+from tests.support.client_hooks import hooked, transact_requests
+from tests.support.factories import raw_client, stored
+from tests.support.models import DailyInvites, Invite, Session, Team
+from tests.support.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
 from tests.test_declarations import refused
 
 pytestmark = pytest.mark.usefixtures("dynamodb")

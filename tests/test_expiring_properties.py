@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from pynamodb_counters.streams import count_expiries
 from pynamodb_counters.testing import Backend
-from tests.client_hooks import hooked
-from tests.models import TABLE_MODELS, DailyInvites, Invite, Team
-from tests.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
+from tests.support.client_hooks import hooked
+from tests.support.models import TABLE_MODELS, DailyInvites, Invite, Team
+from tests.support.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
 
 pytestmark = pytest.mark.slow
 

@@ -16,10 +16,10 @@ from pynamodb_counters import RetryPolicy, audit, not_a_shard
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.streams import count_expiries
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.faults import FaultProxy
-from tests.models import DailyInvites, Invite, Team
-from tests.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
+from tests.support import faults
+from tests.support.faults import FaultProxy
+from tests.support.models import DailyInvites, Invite, Team
+from tests.support.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
 
 pytestmark = pytest.mark.served
 

@@ -21,11 +21,11 @@ from pynamodb_counters import AuditReport, ExportProgress, audit, repair, skip_c
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
 from pynamodb_counters.reconcile.export._conditions import matcher
 from pynamodb_counters.testing import export_table, write_export
-from tests.audit_models import Answer, Cart, Line, Question, create_tables
-from tests.client_hooks import unlike_before_the_first_query
-from tests.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
-from tests.factories import drifted_by_one, raw_client
-from tests.models import Bookmark, Post, User
+from tests.support.audit_models import Answer, Cart, Line, Question, create_tables
+from tests.support.client_hooks import unlike_before_the_first_query
+from tests.support.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
+from tests.support.factories import drifted_by_one, raw_client
+from tests.support.models import Bookmark, Post, User
 from tests.test_exports import data_path, entries, set_entry, set_summary, table_id
 
 pytestmark = pytest.mark.usefixtures("dynamodb")

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from pynamodb_counters import audit, skip_counting
 from pynamodb_counters.testing import Backend, write_export
-from tests.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
-from tests.factories import raw_client
+from tests.support.export_models import TABLE_MODELS, Daily, Forum, Hit, Member, Pinned, Poll, Topic, View, Vote
+from tests.support.factories import raw_client
 
 pytestmark = pytest.mark.slow
 

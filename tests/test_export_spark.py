@@ -11,7 +11,7 @@ import pytest
 
 from pynamodb_counters import audit
 from pynamodb_counters.exceptions import ExportError
-from tests.export_models import TABLE_MODELS
+from tests.support.export_models import TABLE_MODELS
 from tests.test_export_audit import COUNTERS, activity, drifts, export_for, exports, plant
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("dynamodb"),

@@ -27,8 +27,8 @@ from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgum
 from pynamodb_counters.reconcile.export import _files, _sources
 from pynamodb_counters.reconcile.export._files import DataFile, Export, open_export
 from pynamodb_counters.testing import export_table, write_export
-from tests.factories import like, post, raw_client, stored
-from tests.models import Bookmark, Comment, Edit, Post, User
+from tests.support.factories import like, post, raw_client, stored
+from tests.support.models import Bookmark, Comment, Edit, Post, User
 
 #: the suite's moto in-process (S3 too), with its tables: for the tests that export a table or read from S3
 moto = pytest.mark.usefixtures("dynamodb")

@@ -1,7 +1,7 @@
 """Proof of exactness under faults: thousands of counted writes from several threads, through a proxy that loses
 responses, resets connections, throttles, answers 5xx, cancels with conflicts and holds responses past the read
-timeout. The runner is ``tests/fault_run.py`` (``python -m tests.fault_run --operations 5000 --rate 0.3`` for a
-larger run); ``docs/guarantees.rst`` quotes its figures.
+timeout. The runner is ``tests/support/fault_run.py`` (``python -m tests.support.fault_run --operations 5000 --rate
+0.3`` for a larger run); ``docs/guarantees.rst`` quotes its figures.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from pynamodb_counters import skip_counting
 from pynamodb_counters.testing.server import ServedMoto
-from tests.fault_run import RunConfig, Tally, Truth, Worker, check_final_state, pointed, run
-from tests.models import ALL_MODELS, Like, Post, User
+from tests.support.fault_run import RunConfig, Tally, Truth, Worker, check_final_state, pointed, run
+from tests.support.models import ALL_MODELS, Like, Post, User
 
 pytestmark = pytest.mark.served
 

@@ -4,8 +4,8 @@ loaded (issue 10, case 1). Issue 19, newcomer 1: each relation is recorded by wh
 counts, or an explicit ``feeder=``), entries of the former ``module:Class.relation`` format are still recognised,
 and ``migrate_feeders()`` (the command's ``feeders``) rewrites or forgets recorded entries in bulk, live.
 
-The app's modules are real modules written to ``tmp_path`` (the ``app`` fixture, from ``tests/apps/``): two of them
-feed one counter (``app.posts`` and ``app.reactions``), imported both to write, then forgotten (as a fresh process
+The app's modules are real modules written to ``tmp_path`` (the ``app`` fixture, from ``tests/support/apps/``): two of
+them feed one counter (``app.posts`` and ``app.reactions``), imported both to write, then forgotten (as a fresh process
 would) before the command runs with ``app.posts`` alone; a renamed module is the same file under another name.
 Models declared in ``__main__`` are the same source run with another ``__name__``.
 """
@@ -32,9 +32,9 @@ from pynamodb_counters import (
 )
 from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ConfigurationError
-from tests.app_package import forget_app, run, source, write_app
-from tests.factories import post, raw_client, raw_item, raw_update, snapshot, stored
-from tests.models import Bookmark, Like, Post, User, Video, View
+from tests.support.app_package import forget_app, run, source, write_app
+from tests.support.factories import post, raw_client, raw_item, raw_update, snapshot, stored
+from tests.support.models import Bookmark, Like, Post, User, Video, View
 from tests.test_declarations import refused
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -177,7 +177,7 @@ def test_the_no_feeder_error_says_to_import_more(app: Path, capsys: pytest.Captu
 
 # -- a feeder record survives a refactor: models declared in __main__ or in a factory, a renamed module -------------
 def factory_models(module_name: str) -> Tuple[Any, Any, Any]:
-    """The models of ``tests/apps/factory_models.py``, built by its factory function in a module named
+    """The models of ``tests/support/apps/factory_models.py``, built by its factory function in a module named
     ``module_name``: what a process running the app as ``__main__``, or after a module was renamed, declares."""
     namespace: Dict[str, Any] = {"__name__": module_name}
     exec(compile(source("factory_models"), f"<{module_name}>", "exec"), namespace)
@@ -229,7 +229,7 @@ def test_an_entry_in_the_former_module_format_is_recognised_as_its_loaded_relati
     post()
     with skip_counting():
         Like(pk="POST#a91f", sk="LIKE#USER#1", liked_at=1).save()
-    add_entries("Social", social(), "like_tally<tests.models:Like.post")  # what 0.1.0 before issue 19 recorded
+    add_entries("Social", social(), "like_tally<tests.support.models:Like.post")  # what 0.1.0 before issue 19 recorded
     [drift] = audit(Post.like_tally).drifts
     assert audit(Post.like_tally).unverifiable == () and (drift.stored, drift.actual) == (0, 1)
     add_entries("Social", social(), "like_tally<gone.models:Like.post")  # a module no longer loaded
@@ -336,7 +336,8 @@ def seed_records() -> None:
     for pk in ("P1", "P2", "P3"):
         post(pk)
         Like(pk=pk, sk="LIKE#USER#1", liked_at=1).save()
-    add_entries("Social", social("P1"), "like_tally<tests.models:Like.post", "bookmarkCount<tests.models:Bookmark.post")
+    add_entries("Social", social("P1"), "like_tally<tests.support.models:Like.post",
+                "bookmarkCount<tests.support.models:Bookmark.post")
     add_entries("Social", social("P2"), f"like_tally<{GONE}")
 
 
@@ -348,10 +349,10 @@ def test_migrate_feeders_lists_what_is_recorded_and_a_dry_run_writes_nothing() -
     report = migrate_feeders(Post.like_tally, migrate=True, forget=[GONE])
     assert snapshot() == before and not report.applied and report.parents_checked == 3
     assert [(e.feeder, e.status, e.relation, e.parents) for e in report.entries] == [
-        ("prefix=LIKE#", "current", "Like.post", 3), ("tests.models:Like.post", "legacy", "Like.post", 1),
+        ("prefix=LIKE#", "current", "Like.post", 3), ("tests.support.models:Like.post", "legacy", "Like.post", 1),
         (GONE, "unknown", None, 1)]
     assert [(c.key, c.shard, c.added, c.removed, c.status) for c in report.changes] == [
-        (("P1", "META"), 0, (), ("like_tally<tests.models:Like.post",), "planned"),  # its current id is there
+        (("P1", "META"), 0, (), ("like_tally<tests.support.models:Like.post",), "planned"),  # its current id is there
         (("P2", "META"), 0, (), (f"like_tally<{GONE}",), "planned")]
     assert [u.key for u in audit(Post.like_tally).unverifiable] == [("P2", "META")]
 
@@ -367,9 +368,10 @@ def test_migrate_feeders_applied_rewrites_legacy_ids_forgets_the_named_ones_and_
                                  ExpressionAttributeValues={":e": {"SS": ["like_tally<prefix=LIKE#"]}})
     report = migrate_feeders(Post.like_tally, migrate=True, forget=[f"like_tally<{GONE}"], dry_run=False)
     assert report.applied and [(c.key, c.added, c.removed, c.status) for c in report.changes] == [
-        (("P1", "META"), ("like_tally<prefix=LIKE#",), ("like_tally<tests.models:Like.post",), "changed"),
+        (("P1", "META"), ("like_tally<prefix=LIKE#",), ("like_tally<tests.support.models:Like.post",), "changed"),
         (("P2", "META"), (), (f"like_tally<{GONE}",), "changed")]
-    assert feeds("Social", social("P1")) == {"like_tally<prefix=LIKE#", "bookmarkCount<tests.models:Bookmark.post"}
+    assert feeds("Social", social("P1")) == {"like_tally<prefix=LIKE#",
+                                             "bookmarkCount<tests.support.models:Bookmark.post"}
     assert feeds("Social", social("P2")) == feeds("Social", social("P3")) == {"like_tally<prefix=LIKE#"}
     audited = audit(Post.like_tally)
     assert audited.unverifiable == () and [(d.key, d.actual) for d in audited.drifts] == [(("P1", "META"), 2)]
@@ -386,7 +388,7 @@ def test_a_counted_write_between_the_add_and_the_delete_of_a_migration_is_kept_a
         Like(pk="P1", sk="LIKE#USER#1", liked_at=1).save()
     raw_client(None).update_item(TableName="Social", Key=social("P1"), UpdateExpression="SET like_tally = :one",
                                  ExpressionAttributeValues={":one": {"N": "1"}})
-    add_entries("Social", social("P1"), "like_tally<tests.models:Like.post")  # an earlier release's only record
+    add_entries("Social", social("P1"), "like_tally<tests.support.models:Like.post")  # an earlier release's only record
     connection = Post._get_connection()
     update_item = connection.update_item
     seen: list = []
@@ -401,7 +403,7 @@ def test_a_counted_write_between_the_add_and_the_delete_of_a_migration_is_kept_a
     monkeypatch.setattr(connection, "update_item", between)
     [change] = migrate_feeders(Post.like_tally, migrate=True, dry_run=False).changes
     assert change.status == "changed"
-    assert seen == [{"like_tally<prefix=LIKE#", "like_tally<tests.models:Like.post"}]  # never without a record
+    assert seen == [{"like_tally<prefix=LIKE#", "like_tally<tests.support.models:Like.post"}]  # never without a record
     assert feeds("Social", social("P1")) == {"like_tally<prefix=LIKE#"}
     report = audit(Post.like_tally)
     assert report.unverifiable == () and report.drifts == () and Post.get("P1", "META").like_tally == 2
@@ -416,7 +418,7 @@ def test_forgetting_a_loaded_relations_id_is_refused_and_writes_nothing() -> Non
     with pytest.raises(InvalidArgumentError, match=r"'prefix=LIKE#'.*Like.post, which is loaded.*Nothing was written"):
         migrate_feeders(Post.like_tally, forget=["prefix=LIKE#"], dry_run=False)
     with pytest.raises(InvalidArgumentError, match=r"legacy id of Like.post.*migrate=True"):
-        migrate_feeders(Post.like_tally, forget=["like_tally<tests.models:Like.post"], dry_run=False)
+        migrate_feeders(Post.like_tally, forget=["like_tally<tests.support.models:Like.post"], dry_run=False)
     with pytest.raises(InvalidArgumentError, match="limit"):
         migrate_feeders(Post.like_tally, limit=-1)
     assert snapshot() == before
@@ -435,7 +437,7 @@ def test_migrate_feeders_rewrites_the_records_on_a_sharded_counters_shard_items(
         raw_client(None).update_item(TableName="Videos", Key=key, UpdateExpression="DELETE #f :e",
                                      ExpressionAttributeNames={"#f": "_cfeed"},
                                      ExpressionAttributeValues={":e": {"SS": ["view_count<prefix=VIEW#"]}})
-        add_entries("Videos", key, "view_count<tests.models:View.video")
+        add_entries("Videos", key, "view_count<tests.support.models:View.video")
     report = migrate_feeders(Video.view_count, parents=[("VIDEO#v1", "META")], migrate=True, dry_run=False)
     assert len(report.changes) == len(shards) > 1 and {c.status for c in report.changes} == {"changed"}
     assert all(feeds("Videos", {"pk": i["pk"], "sk": i["sk"]}) == {"view_count<prefix=VIEW#"} for i in shards)
@@ -445,24 +447,25 @@ def test_migrate_feeders_rewrites_the_records_on_a_sharded_counters_shard_items(
 def test_the_feeders_command_lists_then_applies_and_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     seed_records()
     before = snapshot()
-    code, out, err = run(capsys, "feeders", "tests.models:Post.like_tally", "--migrate", "--forget", GONE)
+    code, out, err = run(capsys, "feeders", "tests.support.models:Post.like_tally", "--migrate", "--forget", GONE)
     assert code == 0 and err == "" and snapshot() == before
     assert out.splitlines() == [
         "Post.like_tally: 3 parents checked",
         "  current  prefix=LIKE# (Like.post): 3 parents",
-        "  legacy   tests.models:Like.post (Like.post): 1 parent",
+        "  legacy   tests.support.models:Like.post (Like.post): 1 parent",
         f"  unknown  {GONE}: 1 parent",
-        'Post ["P1", "META"]: planned - like_tally<tests.models:Like.post',
+        'Post ["P1", "META"]: planned - like_tally<tests.support.models:Like.post',
         f'Post ["P2", "META"]: planned - like_tally<{GONE}',
         "2 items to rewrite; dry run, nothing written (use --apply)"]
-    code, out, err = run(capsys, "feeders", "tests.models:Post.like_tally", "--migrate", "--forget", GONE, "--apply",
-                         "--json")
+    code, out, err = run(capsys, "feeders", "tests.support.models:Post.like_tally", "--migrate", "--forget", GONE,
+                         "--apply", "--json")
     report = json.loads(out)
     assert code == 0 and report["applied"] is True and [c["status"] for c in report["changes"]] == ["changed"] * 2
     assert report["changes"][1] == {"model": "Post", "key": ["P2", "META"], "shard": 0, "added": [],
                                     "removed": [f"like_tally<{GONE}"], "status": "changed"}
-    code, out, _ = run(capsys, "feeders", "tests.models:Like.post", "--parent", '["P2", "META"]')
+    code, out, _ = run(capsys, "feeders", "tests.support.models:Like.post", "--parent", '["P2", "META"]')
     assert code == 0 and out.splitlines()[1:] == ["  current  prefix=LIKE# (Like.post): 1 parent",
                                                   "0 items to rewrite"]
-    code, out, err = run(capsys, "feeders", "tests.models:Post.like_tally", "--forget", "prefix=LIKE#", "--apply")
+    code, out, err = run(capsys, "feeders", "tests.support.models:Post.like_tally", "--forget", "prefix=LIKE#",
+                         "--apply")
     assert code == 2 and out == "" and "which is loaded" in err and len(err.strip().splitlines()) == 1

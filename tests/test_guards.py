@@ -13,8 +13,8 @@ from pynamodb_counters.exceptions import (
     ParentKeyError,
     ParentNotFoundError,
 )
-from tests.factories import like, post, snapshot
-from tests.models import REGION, Bookmark, Like, Post, User, Video, View
+from tests.support.factories import like, post, snapshot
+from tests.support.models import REGION, Bookmark, Like, Post, User, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

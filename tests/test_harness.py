@@ -13,9 +13,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.factories import raw_client
-from tests.faults import Fault, FaultProxy
+from tests.support import faults
+from tests.support.factories import raw_client
+from tests.support.faults import Fault, FaultProxy
 
 TABLE = "harness"
 PARENT = "parent"
@@ -196,7 +196,7 @@ def tracked_instances() -> int:
 @pytest.mark.slow
 @pytest.mark.served
 def test_the_served_engine_memory_stays_bounded(served: ServedMoto) -> None:
-    from tests.models import Like, Post
+    from tests.support.models import Like, Post
 
     client = raw_client(served.endpoint_url)
     Post(pk="POST#big", sk="META").save()

@@ -15,8 +15,8 @@ from pynamodb_counters.exceptions import (
     InvalidTransactionError,
     LimitExceededError,
 )
-from tests.factories import snapshot
-from tests.models import REGION, Game, Player, Seat, Spectator
+from tests.support.factories import snapshot
+from tests.support.models import REGION, Game, Player, Seat, Spectator
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -11,9 +11,9 @@ import pytest
 from pynamodb_counters import RetryPolicy, audit
 from pynamodb_counters.exceptions import LimitExceededError
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.faults import FaultProxy
-from tests.models import Game, Seat
+from tests.support import faults
+from tests.support.faults import FaultProxy
+from tests.support.models import Game, Seat
 
 pytestmark = pytest.mark.served
 

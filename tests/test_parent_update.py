@@ -13,7 +13,7 @@ from pynamodb_counters.write import _actions
 from pynamodb_counters.write._commit import Work
 from pynamodb_counters.write._plan import Plan
 from pynamodb_counters.write._writes import Write, delete_write, save_write
-from tests.models import (
+from tests.support.models import (
     Board,
     Bookmark,
     Card,
@@ -114,7 +114,7 @@ def test_a_subclass_of_a_polymorphic_parent_declared_after_its_shape_was_held_is
     from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
 
     from pynamodb_counters import CounterField, CounterMixin, counted_by
-    from tests.models import REGION
+    from tests.support.models import REGION
 
     class Thing(CounterMixin, Model):  # a family of its own: the suite's shared models stay as declared
         class Meta:

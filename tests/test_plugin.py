@@ -1,12 +1,12 @@
 """The pytest plugin, as a user's suite sees it: two lines of conftest, then fixtures (run with pytester, on the
-models of ``tests/apps/plugin_models.py``)."""
+models of ``tests/support/apps/plugin_models.py``)."""
 from __future__ import annotations
 
 from typing import Optional
 
 import pytest
 
-from tests.app_package import source
+from tests.support.app_package import source
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow  # each test runs pytest in a subprocess

@@ -28,8 +28,8 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from pynamodb_counters.testing import Backend
-from tests.factories import stored
-from tests.models import TABLE_MODELS, Bookmark, Like, Post, User
+from tests.support.factories import stored
+from tests.support.models import TABLE_MODELS, Bookmark, Like, Post, User
 
 pytestmark = pytest.mark.slow
 

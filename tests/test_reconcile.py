@@ -14,11 +14,11 @@ from pynamodb_counters.declare._expiry_rules import MARKER
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
 from pynamodb_counters.streams import count_expiries
 from pynamodb_counters.testing import export_table
-from tests.audit_models import Answer, Badge, Cart, Crew, Line, Question, create_tables
-from tests.client_hooks import unlike_before_the_first_query
-from tests.factories import drifted_by_one, like, likes, post, raw_client, snapshot, stored, tally
-from tests.models import Bookmark, Comment, Like, Post, User
-from tests.stream_records import expire, lambda_event, read_stream, ttl_marked
+from tests.support.audit_models import Answer, Badge, Cart, Crew, Line, Question, create_tables
+from tests.support.client_hooks import unlike_before_the_first_query
+from tests.support.factories import drifted_by_one, like, likes, post, raw_client, snapshot, stored, tally
+from tests.support.models import Bookmark, Comment, Like, Post, User
+from tests.support.stream_records import expire, lambda_event, read_stream, ttl_marked
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -15,7 +15,7 @@ from pynamodb_counters import RetryPolicy, audit, repair, set_counter, skip_coun
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing import export_table
 from pynamodb_counters.testing.server import ServedMoto
-from tests.models import Like, Post
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.served
 
@@ -91,9 +91,9 @@ def test_repair_under_four_threads_of_likes_and_unlikes(served: ServedMoto) -> N
 
 
 def test_a_repair_conflicting_with_a_transaction_recounts(served: ServedMoto) -> None:
-    from tests import faults
     from tests.conftest import point_models_at
-    from tests.faults import FaultProxy
+    from tests.support import faults
+    from tests.support.faults import FaultProxy
 
     Post(pk="POST#c", sk="META").save()
     with skip_counting():

@@ -27,9 +27,9 @@ from pynamodb_counters.write._recoveries import (
     TakenOffAlready,
     next_token,
 )
-from tests.client_hooks import hooked
-from tests.factories import like, post, raw_client
-from tests.models import Clap, DailyClaps, Game, Invite, Message, Player, Show, Thread, Video, View
+from tests.support.client_hooks import hooked
+from tests.support.factories import like, post, raw_client
+from tests.support.models import Clap, DailyClaps, Game, Invite, Message, Player, Show, Thread, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

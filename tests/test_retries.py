@@ -19,8 +19,8 @@ from pynamodb_counters.exceptions import (
     TransactionError,
 )
 from pynamodb_counters.write._send import classify, transact_client
-from tests.factories import like
-from tests.models import Like
+from tests.support.factories import like
+from tests.support.models import Like
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -21,8 +21,8 @@ from pynamodb_counters import (
     repair,
 )
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, ParentNotFoundError
-from tests.factories import snapshot, swapped
-from tests.models import REGION, Clap, DailyClaps, Show
+from tests.support.factories import snapshot, swapped
+from tests.support.models import REGION, Clap, DailyClaps, Show
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

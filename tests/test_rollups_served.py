@@ -14,7 +14,7 @@ from pynamodb_counters import RetryPolicy, audit
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
 from pynamodb_counters.testing import Backend
 from pynamodb_counters.testing.server import ServedMoto
-from tests.models import Clap, DailyClaps, Show
+from tests.support.models import Clap, DailyClaps, Show
 
 pytestmark = pytest.mark.served
 
@@ -78,10 +78,12 @@ def test_five_thousand_claps_over_thirty_days_on_ten_shows(large: ServedMoto) ->
     run(claps=5000, shows=10, days=30, threads=8, seed=2026)
 
 
+@pytest.mark.slow
 def test_five_hundred_claps_over_a_week_on_three_shows(large: ServedMoto) -> None:
     run(claps=500, shows=3, days=7, threads=4, seed=1130)
 
 
+@pytest.mark.slow
 def test_unclaps_racing_the_first_clap_of_each_day_never_leave_a_rollup_counting_a_deleted_clap(
         served: ServedMoto) -> None:
     """The race the 5,000-clap run once found, made frequent: each round, on a day no clap has reached yet, two

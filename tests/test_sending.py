@@ -10,8 +10,8 @@ from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from pynamodb_counters import CounterMixin
 from pynamodb_counters.write._send import transact_client
-from tests.factories import post
-from tests.models import Like, Post
+from tests.support.factories import post
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -16,10 +16,10 @@ import pytest
 from pynamodb_counters import RetryPolicy, signals
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.factories import like, post
-from tests.faults import FaultProxy
-from tests.models import Like, Post
+from tests.support import faults
+from tests.support.factories import like, post
+from tests.support.faults import FaultProxy
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.served
 
@@ -141,6 +141,7 @@ def test_transient_faults_are_retried(proxy: FaultProxy, fault: faults.Fault) ->
     assert counted_state() == {"tally": 1, "items": 1}
 
 
+@pytest.mark.slow
 def test_a_response_slower_than_the_read_timeout_is_retried_safely(proxy: FaultProxy,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     post()

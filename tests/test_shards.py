@@ -38,13 +38,13 @@ from pynamodb_counters.exceptions import (
     ParentNotFoundError,
 )
 from pynamodb_counters.write._send import send, transact_client
-from tests.factories import make_video, raw_client, stored, view
-from tests.models import REGION, Fan, Report, Video, View
+from tests.support.factories import make_video, raw_client, stored, view
+from tests.support.models import REGION, Fan, Report, Video, View
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
 Key = Tuple[str, str]
-VIEWS, FANS = 16, 4  # the shards tests/models.py declares
+VIEWS, FANS = 16, 4  # the shards tests/support/models.py declares
 
 
 # -- what DynamoDB holds, read without the library -----------------------------------------------------------

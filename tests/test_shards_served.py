@@ -22,10 +22,10 @@ from pynamodb_counters import RetryPolicy, audit, repair, reshard, signals
 from pynamodb_counters.declare._shards import choose_shard
 from pynamodb_counters.testing import assert_counters_exact
 from pynamodb_counters.testing.server import ServedMoto
-from tests import faults
-from tests.factories import stored
-from tests.faults import FaultProxy
-from tests.models import Fan, Report, Video, View
+from tests.support import faults
+from tests.support.factories import stored
+from tests.support.faults import FaultProxy
+from tests.support.models import Fan, Report, Video, View
 
 pytestmark = pytest.mark.served
 
@@ -332,6 +332,7 @@ def test_repair_of_the_unsharded_counter_beside_sharded_ones_while_threads_write
 
 
 # -- 3. live resharding -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_shrinking_to_four_shards_while_threads_write(served: ServedMoto, monkeypatch: pytest.MonkeyPatch) -> None:
     Video(pk=VIDEO[0], sk=VIDEO[1]).save()
     old = [f"old{n}" for n in range(40)]

@@ -11,8 +11,8 @@ import pytest
 
 from pynamodb_counters import signals, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError
-from tests.factories import like, likes, post, tally
-from tests.models import Like, Post
+from tests.support.factories import like, likes, post, tally
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -10,8 +10,8 @@ from typing import List
 import pytest
 
 from pynamodb_counters import skip_counting
-from tests.factories import like, likes, post, tally
-from tests.models import Like, Post
+from tests.support.factories import like, likes, post, tally
+from tests.support.models import Like, Post
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

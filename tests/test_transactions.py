@@ -9,8 +9,8 @@ import pytest
 
 from pynamodb_counters import CountedTransaction, signals, skip_counting
 from pynamodb_counters.exceptions import DuplicateChildError, InvalidTransactionError, TransactionTooLargeError
-from tests.factories import LIKED_AT, bookmarks, like, post, snapshot
-from tests.models import Board, Bookmark, Card, Comment, Like, Post, User
+from tests.support.factories import LIKED_AT, bookmarks, like, post, snapshot
+from tests.support.models import Board, Bookmark, Card, Comment, Like, Post, User
 
 
 def expand(request: dict, field: str) -> str:

@@ -9,7 +9,7 @@ from pynamodb.attributes import MapAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterMixin
-from tests.models import REGION
+from tests.support.models import REGION
 
 
 class Profile(CounterMixin, Model):

@@ -1,5 +1,5 @@
 """An app's own model modules, for the tests that import them as the app would, run the command on them, or run
-them in a subprocess: each module is declared once, as a real file in ``tests/apps/`` (never collected, never
+them in a subprocess: each module is declared once, as a real file in ``tests/support/apps/`` (never collected, never
 imported from there), and :func:`source` gives its text to write into a package in ``tmp_path``.
 
 The ``app`` fixture (``conftest.py``) is such a package on ``sys.path``; :func:`run` runs the command in this
@@ -19,7 +19,7 @@ APPS = Path(__file__).parent / "apps"
 
 
 def source(name: str) -> str:
-    """The source of ``tests/apps/<name>.py``."""
+    """The source of ``tests/support/apps/<name>.py``."""
     return (APPS / f"{name}.py").read_text()
 
 

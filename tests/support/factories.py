@@ -1,5 +1,6 @@
 """The parents and children the suite writes, and what DynamoDB holds: one factory for each, shared by every test
-file (the models are in :mod:`tests.models`; the engines that hold the tables are fixtures of ``conftest.py``)."""
+file (the models are in :mod:`tests.support.models`; the engines that hold the tables are fixtures of
+``conftest.py``)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,7 +9,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from pynamodb_counters import skip_counting
 from pynamodb_counters.declare._base import forget_specs
-from tests.models import TABLE_MODELS, Bookmark, Like, Post, User, Video, View
+from tests.support.models import TABLE_MODELS, Bookmark, Like, Post, User, Video, View
 
 #: the post most tests like
 POST = "POST#a91f"

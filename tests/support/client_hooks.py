@@ -8,7 +8,7 @@ from typing import Any, Iterator, List
 from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_counters.write._send import transact_client
-from tests.models import Like
+from tests.support.models import Like
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """A fault-injection run against the served, serialised moto engine: the evidence behind ``docs/guarantees.rst``.
 
-Several threads make counted writes on a few shared parents, through a :class:`~tests.faults.FaultProxy` that
+Several threads make counted writes on a few shared parents, through a :class:`~tests.support.faults.FaultProxy` that
 loses responses after the engine committed, resets connections before sending, throttles, answers 5xx,
 cancels with ``TransactionConflict`` and holds responses past the client's read timeout, on a seeded share of
 the ``TransactWriteItems`` requests (and, through a second proxy in front of the parents' connections, of the
@@ -31,7 +31,7 @@ After the run, with the faults off: every counter equals the children counted wi
 Scan), the stored children are exactly the ones the threads' histories predict, and a full audit finds no
 drift.
 
-``python -m tests.fault_run --operations 5000 --rate 0.3`` runs it outside pytest on its own engine and prints
+``python -m tests.support.fault_run --operations 5000 --rate 0.3`` runs it outside pytest on its own engine and prints
 a JSON summary; it exits with status 1 when an invariant was violated. ``tests/test_fault_run.py`` runs the CI
 size.
 """
@@ -74,9 +74,9 @@ from pynamodb_counters.exceptions import (  # noqa: E402
     RetriesExhaustedError,
 )
 from pynamodb_counters.testing.server import ServedMoto  # noqa: E402
-from tests import faults  # noqa: E402
-from tests.faults import FaultProxy  # noqa: E402
-from tests.models import ALL_MODELS, Bookmark, Like, Post, User, bookmarks_of  # noqa: E402
+from tests.support import faults  # noqa: E402
+from tests.support.faults import FaultProxy  # noqa: E402
+from tests.support.models import ALL_MODELS, Bookmark, Like, Post, User, bookmarks_of  # noqa: E402
 
 __all__ = ["RunConfig", "main", "run"]
 
@@ -653,7 +653,7 @@ def check_final_state(truth: Truth, workers: Sequence[Worker], posts: Sequence[T
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.fault_run", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.support.fault_run", description=__doc__.split("\n\n")[0])
     defaults = RunConfig()
     parser.add_argument("--operations", type=int, default=defaults.operations)
     parser.add_argument("--rate", type=float, default=defaults.rate)

@@ -11,8 +11,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 import boto3
 
 from pynamodb_counters.streams import SERVICE
-from tests.factories import raw_client
-from tests.models import REGION
+from tests.support.factories import raw_client
+from tests.support.models import REGION
 
 RawKey = Tuple[Tuple[str, Any], ...]
 
