@@ -17,14 +17,14 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAtt
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
-from pynamodb_counters.declare._base import FED_BY as _FED_BY
+from pynamodb_counters.declare._base import FEEDERS as _FEEDERS
 from pynamodb_counters.declare._base import SEQUENCE as _SEQUENCE
 from pynamodb_counters.declare._base import WRITE_ID
 
 REGION = "us-east-1"
 NOWHERE = "http://127.0.0.1:9"  # the discard port: replaced before any request
 SEQUENCE = _SEQUENCE.attr_name  # the attribute every counted write adds 1 to on its parent
-FED_BY = _FED_BY.attr_name  # the relations that have fed a parent's counters: every counted write adds its own
+FEEDERS = _FEEDERS.attr_name  # the relations that have fed a parent's counters: every counted write adds its own
 # WRITE_ID: the attribute a counted save stores its token in. The baselines store the library's attributes as a
 # user's plain models would (benchmarks.overhead fails unless its baseline sends the counted save's very request)
 
@@ -71,7 +71,7 @@ class Like(CounterMixin, Model):
     post = counted_by(Post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#")
 
 
-LIKE_FEED = Like.post.feed
+LIKE_FEED = Like.post.feeder_entry
 """What a counted save of a :class:`Like` adds to its post's ``_cfeed``: ``counter<feeder id``
 (``like_tally<prefix=LIKE#``)."""
 
@@ -133,7 +133,7 @@ class ShardedLike(CounterMixin, Model):
 class PlainPost(Model):
     """:class:`Post` without this library: a plain PynamoDB model of the same item, for the baselines.
 
-    ``like_tally`` is a plain number a baseline adds 1 to itself. ``sequence`` and ``fed_by`` are the attributes
+    ``like_tally`` is a plain number a baseline adds 1 to itself. ``sequence`` and ``feeders`` are the attributes
     every counted write also updates on its parent (it adds 1 to ``_cseq`` and :data:`LIKE_FEED` to ``_cfeed``), so
     that a baseline can send the very request the library sends.
     """
@@ -147,7 +147,7 @@ class PlainPost(Model):
     sk = UnicodeAttribute(range_key=True)  # "META"
     like_tally = NumberAttribute(null=True)
     sequence = NumberAttribute(attr_name=SEQUENCE, null=True)
-    fed_by = UnicodeSetAttribute(attr_name=FED_BY, null=True)
+    feeders = UnicodeSetAttribute(attr_name=FEEDERS, null=True)
 
 
 class PlainLike(Model):

@@ -68,7 +68,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from benchmarks._models import FED_BY, LIKE_FEED, SEQUENCE, WRITE_ID, Like, Post
+from benchmarks._models import FEEDERS, LIKE_FEED, SEQUENCE, WRITE_ID, Like, Post
 from benchmarks._shared import (
     BenchmarkError,
     ChildEngine,
@@ -123,7 +123,7 @@ class Table:
         post: Dict[str, Any] = {"pk": {"S": pk}, "sk": {"S": "META"}, "like_tally": {"N": str(stored)}}
         if likes:
             post[SEQUENCE] = {"N": str(likes)}
-            post[FED_BY] = {"SS": [LIKE_FEED]}
+            post[FEEDERS] = {"SS": [LIKE_FEED]}
         yield post
         for user in range(likes):
             yield {"pk": {"S": pk}, "sk": {"S": f"LIKE#USER#{user:06d}"},

@@ -134,7 +134,7 @@ class CannedResponses:
 def plain_actions() -> List[Any]:
     """The post's Update, as a counted save writes it: ADD 1 to the counter and to the write sequence, and the
     like's relation to the relations that fed the counter."""
-    return [PlainPost.like_tally.add(1), PlainPost.sequence.add(1), PlainPost.fed_by.add({LIKE_FEED})]
+    return [PlainPost.like_tally.add(1), PlainPost.sequence.add(1), PlainPost.feeders.add({LIKE_FEED})]
 
 
 def build_plain(like: PlainLike) -> Built:

@@ -10,7 +10,7 @@ one to another, and how deep its calls go. Not a timing: a trace, the same on ev
 Each write runs once to warm up (the models' specs and their relations compiled, the held request shapes), then
 once traced with :func:`sys.setprofile`: every call entering a module of ``pynamodb_counters`` is recorded, in
 order. It reports, per write: the modules (files) entered, split into the write path and the declaration modules
-(``declare/*`` and ``_compat``), which a warm write never calls into (it reads each model's compiled spec as plain
+(``declare/*`` and ``_keys``), which a warm write never calls into (it reads each model's compiled spec as plain
 attributes, and runs the relations' functions itself); the transitions (a call in one module followed by a call
 in another); and the deepest nesting of the package's own frames. The writes:
 
@@ -41,8 +41,8 @@ PACKAGE = os.path.dirname(pynamodb_counters.__file__)
 
 def declaration(module: str) -> bool:
     """Whether ``module`` (as the trace names it) holds what the models declare (``declare/*``), or keys and
-    requests as PynamoDB's versions build them (``_compat``): compiled into each model's spec, not asked again."""
-    return module.startswith("declare.") or module == "_compat"
+    requests as PynamoDB's versions build them (``_keys``): compiled into each model's spec, not asked again."""
+    return module.startswith("declare.") or module == "_keys"
 
 
 def _meta(table_name: str) -> Any:

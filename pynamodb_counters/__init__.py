@@ -10,7 +10,7 @@ signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_
 
 from . import exceptions, signals
 from ._costs import item_bytes, read_units, write_units
-from ._results import CounterChange, WriteResult
+from ._write_results import CounterChange, WriteResult
 from .bulk import BulkOperation, BulkResult, ChildOutcome, ChildStatus, bulk_delete, bulk_save, bulk_write
 from .declare._attributes import CounterField
 from .declare._base import MAX_SHARDS
@@ -31,9 +31,9 @@ from .reconcile._reports import (
 )
 from .resharding import reshard
 from .transactions import MAX_ACTIONS, CountedTransaction
-from .write._context import skip_counting
 from .write._send import DEFAULT_RETRY_POLICY, RetryPolicy
 from .write._set_counter import set_counter
+from .write._skipping import skip_counting
 
 __version__ = "0.1.0"
 

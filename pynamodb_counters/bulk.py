@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from pynamodb.models import Model
 
-from ._results import WriteResult
+from ._write_results import WriteResult
 from .declare._spec import relations_of
 from .exceptions import (
     BulkWriteError,
@@ -49,10 +49,10 @@ from .exceptions import (
 )
 from .write._actions import ChildEdit
 from .write._chunks import BulkOperation, Entry, plan_chunks
-from .write._commit import Refused, Work, commit_in_part, policy_for
+from .write._commit import Rejected, UnitOfWork, commit_in_part, policy_for
 from .write._deltas import names_parents
+from .write._fetches import stored_child
 from .write._plan import MAX_ACTIONS
-from .write._reads import stored_child
 from .write._recoveries import BULK_RECOVERIES
 from .write._send import RetryPolicy
 from .write._stored import remember
@@ -272,7 +272,7 @@ def _planned(entries: List[Entry], max_actions: int) -> List[Write]:
     :raises TransactionTooLargeError: the plan has more than ``max_actions`` actions.
     """
     writes = _writes(entries)
-    actions = len(Work(writes, "planned").plan().actions)
+    actions = len(UnitOfWork(writes, "planned").plan().actions)
     if actions > max_actions:
         raise TransactionTooLargeError(f"a chunk of this bulk write has {actions} actions, more than "
                                        f"max_actions={max_actions}. Nothing was sent")
@@ -305,7 +305,7 @@ def _write_chunk(chunk: List[Entry], first: List[Write], retry: Optional[RetryPo
         return
     if outcome is None:  # every child was left out
         return
-    if isinstance(outcome, Refused):  # the refusal is not any child's: nothing to leave out
+    if isinstance(outcome, Rejected):  # the refusal is not any child's: nothing to leave out
         progress.decide([entry for entry in chunk if entry[0] not in progress.outcomes], ChildStatus.FAILED,
                         outcome.error)
         return

@@ -23,9 +23,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Un
 
 from pynamodb.exceptions import UpdateError
 
-from ._compat import ParentKey, key_attributes, serialize_key
+from ._keys import ParentKey, key_attributes, serialize_key
 from .declare._attributes import CounterField
-from .declare._base import FED_BY, FEED_SEPARATOR, SHARD_COUNT, feeder_id
+from .declare._base import FEEDER_SEPARATOR, FEEDERS, SHARD_COUNT, feeder_id
 from .declare._relations import Relation
 from .declare._shards import shard_key
 from .declare._spec import feeders_of, shard_count
@@ -33,8 +33,8 @@ from .exceptions import InvalidArgumentError, TransactionError
 from .reconcile import check_scannable
 from .reconcile._audit_rules import loaded_feeders
 from .reconcile._reports import FeederChange, FeederEntry, FeederReport
+from .write._fetches import parent_keys, read_shards, scan_parents
 from .write._items import ShardItems, count_of
-from .write._reads import parent_keys, read_shards, scan_parents
 
 __all__ = ["migrate_feeders"]
 
@@ -65,7 +65,7 @@ def migrate_feeders(target: Union[CounterField, Relation], *, parents: Optional[
                                    f"such as Like.post, not {target!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InvalidArgumentError(f"migrate_feeders(limit=...) is a whole number of at least 0, not {limit!r}")
-    model, prefix = counter.model, f"{counter.attr_name}{FEED_SEPARATOR}"
+    model, prefix = counter.model, f"{counter.attr_name}{FEEDER_SEPARATOR}"
     known = loaded_feeders(counter)
     current = {feeder_id(relation) for relation in feeders_of(counter)}
     forgotten = {raw[len(prefix):] if raw.startswith(prefix) else raw for raw in forget}
@@ -82,12 +82,12 @@ def migrate_feeders(target: Union[CounterField, Relation], *, parents: Optional[
     for key, items in _parents(counter, parents, key_prefix, limit):
         checked += 1
         for shard, item in enumerate(items):
-            entries = set(((item or {}).get(FED_BY.attr_name) or {}).get("SS", ()))
+            entries = set(((item or {}).get(FEEDERS.attr_name) or {}).get("SS", ()))
             ids = {entry[len(prefix):] for entry in entries if entry.startswith(prefix)}
             for feeder in ids:
                 recorded.setdefault(feeder, set()).add(key)
             legacy = {feeder for feeder in ids if feeder in known and feeder not in current} if migrate else set()
-            added = tuple(sorted({known[feeder].feed for feeder in legacy} - entries))
+            added = tuple(sorted({known[feeder].feeder_entry for feeder in legacy} - entries))
             removed = tuple(sorted(prefix + feeder for feeder in legacy | (ids & forgotten)))
             if added or removed:
                 status = "planned" if dry_run else _rewrite(model, shard_key(key, shard), added, removed)
@@ -132,7 +132,7 @@ def _rewrite(model: Any, key: ParentKey, added: Tuple[str, ...], removed: Tuple[
     hash_key, range_key = serialize_key(model, key)
     exists = key_attributes(model)[0].exists()
     connection = model._get_connection()
-    for action in ([FED_BY.add(set(added))] if added else []) + ([FED_BY.delete(set(removed))] if removed else []):
+    for action in ([FEEDERS.add(set(added))] if added else []) + ([FEEDERS.delete(set(removed))] if removed else []):
         try:
             connection.update_item(hash_key, range_key=range_key, actions=[action], condition=exists)
         except UpdateError as error:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Ty
 
 from pynamodb.exceptions import DeleteError, PynamoDBException, UpdateError
 
-from ._compat import ParentKey, key_attributes, key_of, serialize_key
-from ._results import WriteResult
+from ._keys import ParentKey, key_attributes, key_of, serialize_key
+from ._write_results import WriteResult
 from .declare._base import SHARD_COUNT, CountedBase
 from .declare._relations import Relation, check_model
 from .declare._shards import is_shard_item, not_a_shard, shard_item_message
@@ -23,10 +23,10 @@ from .exceptions import (
     DuplicateChildError,
     MissingChildError,
 )
-from .write._commit import Refused, commit, policy_for
+from .write._commit import Rejected, commit, policy_for
 from .write._conditions import discriminator_condition, pending_fold, pending_fold_message
+from .write._fetches import read_totals
 from .write._items import count_of
-from .write._reads import read_totals
 from .write._send import RetryPolicy
 from .write._shard_items import create_shards
 from .write._stored import remember, stored_of
@@ -381,7 +381,7 @@ def _commit_one(write: Write, retry: Optional[RetryPolicy], chosen: str,
         if quiet is MissingChildError:
             return WriteResult(token=chosen, missing=True)
         raise
-    if not isinstance(outcome, Refused):
+    if not isinstance(outcome, Rejected):
         return outcome.result
     if quiet is not None and isinstance(outcome.error, quiet):
         return WriteResult(token=outcome.plan.token, duplicate=quiet is DuplicateChildError,

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from ._compat import ParentKey
+from ._keys import ParentKey
 from .declare._attributes import CounterField
 from .declare._base import MAX_SHARDS
 from .declare._shards import check_shardable
 from .declare._spec import feeders_of
 from .exceptions import InvalidArgumentError
-from .write._reads import parent_keys, scan_parents
+from .write._fetches import parent_keys, scan_parents
 from .write._shard_items import reshape
 
 __all__ = ["reshard"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type
 
-from ._results import WriteResult
+from ._write_results import WriteResult
 from .exceptions import InvalidTransactionError
-from .write._commit import Refused, Work, commit, policy_for
+from .write._commit import Rejected, UnitOfWork, commit, policy_for
 from .write._plan import MAX_ACTIONS, Plan
 from .write._send import RetryPolicy
 from .write._writes import Write, check_token, check_write, delete_write, save_write, update_write
@@ -106,7 +106,7 @@ class CountedTransaction:
         :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself.
         :raises ParentKeyError: a relation's key function gave an unusable parent key.
         """
-        return Work(self._pending, self.token).plan()
+        return UnitOfWork(self._pending, self.token).plan()
 
     # -- committing (I/O) ------------------------------------------------------------------------------------
     def commit(self) -> WriteResult:
@@ -121,7 +121,7 @@ class CountedTransaction:
         self._sent = True
         outcome = commit(self._pending, self.token, self.retry_policy(),
                          return_consumed_capacity=self.return_consumed_capacity)
-        if isinstance(outcome, Refused):
+        if isinstance(outcome, Rejected):
             self.token = outcome.plan.token
             outcome.raise_error()
         self.result = outcome.result

@@ -74,7 +74,8 @@ def test_a_tree_relation_assigned_after_the_class_body_counts_audits_and_names_i
     assert relation.child_model is Category and relation.name == "parent"
     assert repr(relation) == "<Relation Category.parent -> Category.subcategories>"
     assert relation in feeders_of(Category.subcategories)
-    assert relation.feed != "" and stored_feeds(Category, "a") == [relation.feed]  # never an empty entry
+    assert relation.feeder_entry != ""  # never an empty entry
+    assert stored_feeds(Category, "a") == [relation.feeder_entry]
 
     report = audit(Category.subcategories)
     assert report.parents_checked == 4 and report.drifts == ()
@@ -153,7 +154,7 @@ def test_a_relation_assigned_after_its_model_was_first_used_counts_from_then_on(
     Shelf.parent = counted_by(Shelf.shelves, key=lambda s: s.parent_id, when=lambda s: s.parent_id is not None)
     Shelf(pk="a", parent_id="root").save()
     assert Shelf.get("root", consistent_read=True).shelves == 1
-    assert stored_feeds(Shelf, "root") == [Shelf.parent.feed] and Shelf.parent.name == "parent"
+    assert stored_feeds(Shelf, "root") == [Shelf.parent.feeder_entry] and Shelf.parent.name == "parent"
 
 
 def test_a_relation_assigned_after_the_class_body_that_cannot_be_registered_is_refused_and_never_counts() -> None:

@@ -64,7 +64,7 @@ def counts(tally: Tally) -> Counter[str]:
 
 
 def failing(task: Task) -> Tally:
-    """Work that refuses one data file with a library error naming it, as the export reader does."""
+    """UnitOfWork that refuses one data file with a library error naming it, as the export reader does."""
     if task[1].key == "data/3.json.gz":
         raise ConfigurationError(f"{task[1].key}: not a DynamoDB JSON export")
     return count_items(task)

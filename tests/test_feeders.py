@@ -58,11 +58,11 @@ def test_a_counted_write_records_its_feeder_by_the_data_it_counts_never_by_modul
     Bookmark(pk="POST#a91f", sk="BOOKMARK#USER#U1", user_id="U1").save() if User(user_id="U1").save() else None
     assert feeds("Social", social()) == {"like_tally<prefix=LIKE#", "bookmarkCount<prefix=BOOKMARK#"}
     assert feeds("Users", {"user_id": {"S": "U1"}}) == {"bookmarks<table=Social;relation=Bookmark.owner"}
-    assert Like.post.feed == "like_tally<prefix=LIKE#" and Bookmark.owner.feed == \
+    assert Like.post.feeder_entry == "like_tally<prefix=LIKE#" and Bookmark.owner.feeder_entry == \
         "bookmarks<table=Social;relation=Bookmark.owner"
     Video(pk="VIDEO#v1", sk="META").save()
     View(pk="VIDEO#v1", sk="VIEW#USER#1").save()
-    assert View.video.feed == "view_count<prefix=VIEW#"
+    assert View.video.feeder_entry == "view_count<prefix=VIEW#"
 
 
 def test_counted_writes_record_their_feeders_and_parent_saves_keep_them() -> None:
@@ -268,7 +268,7 @@ def test_relations_of_one_counter_that_would_share_a_feeder_id_are_refused_and_f
         box_fed_by(None, None)  # refused when the second is declared
     box, (first, named) = box_fed_by(None, "boxed-items")
     box.create_table(billing_mode="PAY_PER_REQUEST")
-    assert (first.box.feed, named.box.feed) == ("items<relation=Item.box", "items<name=boxed-items")
+    assert (first.box.feeder_entry, named.box.feeder_entry) == ("items<relation=Item.box", "items<name=boxed-items")
     assert audit(box.items, parents=["B1"]).missing == (("B1",),)
 
 

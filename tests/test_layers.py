@@ -15,7 +15,7 @@ import pynamodb_counters
 
 PACKAGE = Path(pynamodb_counters.__file__).parent
 
-FOUNDATIONS = {"exceptions", "signals", "_cancellations", "_compat", "_costs", "_results"}
+FOUNDATIONS = {"exceptions", "signals", "_cancellations", "_keys", "_costs", "_write_results"}
 """Top-level modules every folder may use; they import only each other."""
 
 ENTRY_POINTS = {"models", "bulk", "transactions", "resharding", "feeders"}
@@ -29,7 +29,7 @@ NEVER_IMPORTS: Dict[str, Set[str]] = {
 }
 """What the modules of a folder never import: folders, and top-level modules, by name."""
 
-SENDERS = {"write._send", "write._reads", "write._commit"}
+SENDERS = {"write._send", "write._fetches", "write._commit"}
 """The modules that send a request or read the table."""
 
 
@@ -129,7 +129,7 @@ def test_no_package_import_hides_inside_a_function() -> None:
 def test_the_declarations_and_the_plan_import_no_sender() -> None:
     graph = _graph()
     planning = {f"write.{name}" for name in ("_items", "_stored", "_writes", "_deltas", "_conditions", "_actions",
-                                             "_plan", "_chunks", "_expiries", "_context")} \
+                                             "_plan", "_chunks", "_expiries", "_skipping")} \
         | {"reconcile._audit_rules", "reconcile.export._counts", "reconcile.export._conditions"}
     no_io = {module for module in graph if _area(module) == "declare"} | planning
     assert {module: graph[module] & SENDERS for module in no_io if graph[module] & SENDERS} == {}

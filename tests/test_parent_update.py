@@ -10,7 +10,7 @@ from pynamodb.models import Model
 
 from pynamodb_counters.declare._spec import spec_of
 from pynamodb_counters.write import _actions
-from pynamodb_counters.write._commit import Work
+from pynamodb_counters.write._commit import UnitOfWork
 from pynamodb_counters.write._plan import Plan
 from pynamodb_counters.write._writes import Write, delete_write, save_write
 from tests.support.models import (
@@ -71,7 +71,7 @@ def fresh_memo() -> Iterator[None]:
 
 
 def plan(writes: List[Write], token: str) -> Plan:
-    return Work(writes, token).plan()
+    return UnitOfWork(writes, token).plan()
 
 
 def built_afresh(writes: List[Any], token: str, monkeypatch: pytest.MonkeyPatch) -> List[Any]:

@@ -40,8 +40,8 @@ def applied(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
     names: List[str] = []
     for kind in {type(recovery) for recovery in BULK_RECOVERIES + EXPIRY_RECOVERIES}:
 
-        def spy(self: Any, countings: Any, round: Any, _real: Callable[..., bool] = kind.recover) -> bool:
-            done = _real(self, countings, round)
+        def spy(self: Any, countings: Any, cancelled: Any, _real: Callable[..., bool] = kind.recover) -> bool:
+            done = _real(self, countings, cancelled)
             if done:
                 names.append(type(self).__name__)
             return done
@@ -255,7 +255,7 @@ def test_a_bulk_write_refused_on_a_limit_every_child_fits_is_sent_again(applied:
     """The refusal reads a parent with room for every child (as if it changed between the condition and the
     read): none is blamed, and the same children are sent again, as a new transaction."""
     Game(pk="GAME#g1", sk="META").save()
-    real = ParentUpdate.failed
+    real = ParentUpdate.condition_error
     calls: List[int] = []
 
     def failed(self: ParentUpdate, said: Any) -> Any:
@@ -273,7 +273,7 @@ def test_a_bulk_write_refused_on_a_limit_every_child_fits_is_sent_again(applied:
         raw_client(None).update_item(TableName="Games", Key={"pk": {"S": "GAME#g1"}, "sk": {"S": "META"}},
                                      UpdateExpression="SET players = :n", ExpressionAttributeValues={":n": {"N": "0"}})
 
-    monkeypatch.setattr(ParentUpdate, "failed", failed)
+    monkeypatch.setattr(ParentUpdate, "condition_error", failed)
     tokens = sends(monkeypatch, {1: full, 2: room})
     result = bulk_save([Player(pk="GAME#g1", sk=f"PLAYER#u{n}") for n in range(2)])
     assert applied == [RoomMadeMeanwhile.__name__] and len(tokens) == 2 and tokens[1] == next_token(tokens[0])

@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Union
 
 from pynamodb.constants import BINARY, NUMBER
 
-from .._compat import key_attributes
+from .._keys import key_attributes
 from ..declare._attributes import CounterField
 from ..declare._relations import Relation
 from ..declare._spec import counters_of, feeders_of, relations_of

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Un
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from .._compat import key_of
+from .._keys import key_of
 from ..exceptions import ConfigurationError, CorruptCounterError
 from ._base import MAX_SHARDS, forget_specs, require_mixin
 

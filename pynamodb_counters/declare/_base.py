@@ -13,12 +13,12 @@ from typing import Any, Iterator, List, Optional, Type
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
 
-from .._compat import discriminator_of
+from .._keys import discriminator_of
 from ..exceptions import ConfigurationError
 
-__all__ = ["EDITED_BY", "EDIT_ID", "FED_BY", "FEED_SEPARATOR", "MARKER", "MAX_SHARDS", "SEQUENCE",
+__all__ = ["EDITED_BY", "EDIT_ID", "FEEDERS", "FEEDER_SEPARATOR", "MARKER", "MAX_SHARDS", "SEQUENCE",
            "SHARD", "SHARD_COUNT", "SPEC_HELD", "STORED_NAMES", "WRITE_ID", "CountedBase", "check_feeder_id",
-           "counted_classes", "declared", "feed_entry", "feeder_clash", "feeder_id", "forget_specs",
+           "counted_classes", "declared", "feeder_entry", "feeder_clash", "feeder_id", "forget_specs",
            "legacy_feeder_id", "note_declared", "require_mixin", "same_class"]
 
 MAX_SHARDS = 100
@@ -42,14 +42,14 @@ SEQUENCE: Attribute[float] = NumberAttribute(attr_name="_cseq")
 does every repair. A repair conditions on it, so no counted write can land unseen between an audit's count
 and the repair, not even a like and an unlike that leave the counter where it was."""
 
-FED_BY: Attribute[Any] = UnicodeSetAttribute(attr_name="_cfeed")
+FEEDERS: Attribute[Any] = UnicodeSetAttribute(attr_name="_cfeed")
 """The relations that have fed each counter of a parent item (or shard item): every counted write adds, in the
 same Update, one entry per counter it changes and relation feeding it, ``"<counter attribute name><<feeder id>"``
 (``like_tally<prefix=LIKE#``, see :func:`feeder_id`). An audit that cannot see one of them reports the parent as
 unverifiable instead of counting too few children."""
 
-FEED_SEPARATOR = "<"
-"""Between the counter's attribute name and the feeder id in a :data:`FED_BY` entry."""
+FEEDER_SEPARATOR = "<"
+"""Between the counter's attribute name and the feeder id in a :data:`FEEDERS` entry."""
 
 SHARD: Attribute[float] = NumberAttribute(attr_name="_cshard")
 """Marks a shard item and holds its index (``1`` and up). Scans of a parent model's table skip these items with
@@ -62,7 +62,7 @@ MARKER = "_cexpiry"
 """The attribute that makes an item an expiry marker (it holds the expired child's table), and the start of a
 marker's hash key (``_cexpiry#<eventID>``): see ``_expiry_rules``."""
 
-STORED_NAMES = (WRITE_ID, EDIT_ID, SEQUENCE.attr_name, FED_BY.attr_name, SHARD.attr_name, SHARD_COUNT.attr_name,
+STORED_NAMES = (WRITE_ID, EDIT_ID, SEQUENCE.attr_name, FEEDERS.attr_name, SHARD.attr_name, SHARD_COUNT.attr_name,
                 MARKER)
 """Every attribute name the library stores on items, from the definitions above: a counted model's own attribute
 stored under one of them is refused when its class is made."""
@@ -188,10 +188,10 @@ def legacy_feeder_id(relation: Any) -> str:
     return f"{child.__module__}:{child.__qualname__}.{relation.name}"
 
 
-def feed_entry(relation: Any) -> str:
-    """The entry a counted write adds to :data:`FED_BY` for ``relation``: ``<counter attr><<feeder id>``
+def feeder_entry(relation: Any) -> str:
+    """The entry a counted write adds to :data:`FEEDERS` for ``relation``: ``<counter attr><<feeder id>``
     (``like_tally<prefix=LIKE#``)."""
-    return f"{relation.counter.attr_name}{FEED_SEPARATOR}{feeder_id(relation)}"
+    return f"{relation.counter.attr_name}{FEEDER_SEPARATOR}{feeder_id(relation)}"
 
 
 def require_mixin(owner: type, what: str) -> None:

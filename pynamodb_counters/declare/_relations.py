@@ -52,15 +52,15 @@ from typing import (
 
 from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
-from .._compat import ParentKey, holds
-from .._results import CounterChange
+from .._keys import ParentKey, holds
+from .._write_results import CounterChange
 from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
 from ._attributes import CounterField
 from ._base import (
     STORED_NAMES,
     check_feeder_id,
     counted_classes,
-    feed_entry,
+    feeder_entry,
     forget_specs,
     note_declared,
     require_mixin,
@@ -223,14 +223,14 @@ class Relation:
         return self.declared_on
 
     @property
-    def feed(self) -> str:
+    def feeder_entry(self) -> str:
         """The entry a counted write through this relation records in the parent's feeder set
         (``like_tally<prefix=LIKE#``, see :doc:`reconciliation`): built once the class is built, and again if a
         model's table name changes."""
         tables = (self.parent_model.Meta.table_name, self.child_model.Meta.table_name)
         held = self._feed
         if held is None or held[0] != tables:
-            held = (tables, feed_entry(self))
+            held = (tables, feeder_entry(self))
             object.__setattr__(self, "_feed", held)
         return held[1]
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Type
 
 from pynamodb.constants import STRING
 
-from .._compat import key_attributes, key_of, serialize_key
+from .._keys import key_attributes, key_of, serialize_key
 from ..exceptions import ConfigurationError
 from ._base import SHARD
 

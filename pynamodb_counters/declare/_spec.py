@@ -22,11 +22,11 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 
-from .._compat import discriminator_of, key_attributes
+from .._keys import discriminator_of, key_attributes
 from ..exceptions import ConfigurationError
 from ._attributes import CounterField
 from ._base import (
-    FEED_SEPARATOR,
+    FEEDER_SEPARATOR,
     SPEC_HELD,
     CountedBase,
     counted_classes,
@@ -39,7 +39,7 @@ from ._base import (
 from ._relations import REGISTERING, UNREGISTERED, Relation, made
 
 __all__ = ["ModelSpec", "RelationSpec", "all_relations", "check_feeder_ids", "compile_relation", "counters_of",
-           "feeders_of", "foreign_feeds", "relations_of", "shard_count", "spec_of"]
+           "feeders_of", "foreign_feeders", "relations_of", "shard_count", "spec_of"]
 
 _SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
 
@@ -92,7 +92,7 @@ class RelationSpec:
     :ivar parent_model: the model that declares the counter.
     :ivar parent_spec: its spec.
     :ivar attribute: the counter's Python name on the parent.
-    :ivar feed: the entry a counted write records in the parent's feeder set (``_cfeed``), for :attr:`tables`
+    :ivar feeder_entry: the entry a counted write records in the parent's feeder set (``_cfeed``), for :attr:`tables`
       (the parent's and the child's table names it was compiled with: a table renamed at run time asks the
       declaration again).
     :ivar shards: the counter's shards.
@@ -112,7 +112,7 @@ class RelationSpec:
     parent_model: Type[Any]
     parent_spec: ModelSpec
     attribute: str
-    feed: str
+    feeder_entry: str
     tables: Tuple[str, str]
     shards: int
     key_size: int
@@ -134,7 +134,7 @@ def compile_relation(relation: Relation) -> RelationSpec:
     parent, counter = relation.parent_model, relation.counter
     key, when, amount = relation._key, relation._when, relation._amount  # as its per-child methods run them
     assert counter.name is not None
-    return RelationSpec(relation, parent, spec_of(parent), counter.name, relation.feed,
+    return RelationSpec(relation, parent, spec_of(parent), counter.name, relation.feeder_entry,
                         (parent.Meta.table_name, relation.child_model.Meta.table_name),
                         counter.shards, 2 if parent._range_keyname else 1, key, when, amount, (key, when, amount),
                         relation.reads, relation.create_parent, relation._parent_defaults, relation.expiries)
@@ -290,7 +290,7 @@ def declare_feeders(counter: CounterField) -> None:
 _FOREIGN = "_pynamodb_counters_foreign"  # on a model class: (relations declared, table, its foreign feeds)
 
 
-def foreign_feeds(model: type) -> Dict[str, Relation]:
+def foreign_feeders(model: type) -> Dict[str, Relation]:
     """The feeder entries (``_cfeed``) that mark an item of ``model``'s table as another model's, with the relation
     that records each: the entries of the relations counting into models stored in the same table, outside
     ``model``'s class hierarchy. Empty where ``model`` has a discriminator (its guard tells items apart) or
@@ -316,8 +316,8 @@ def foreign_feeds(model: type) -> Dict[str, Relation]:
 def _entries(relation: Relation) -> Tuple[str, str]:
     """The feeder entries a counted write through ``relation`` records, or recorded before feeder ids named what
     the audit counts (``module:Child.relation``)."""
-    entry = relation.feed
-    return entry, f"{entry.partition(FEED_SEPARATOR)[0]}{FEED_SEPARATOR}{legacy_feeder_id(relation)}"
+    entry = relation.feeder_entry
+    return entry, f"{entry.partition(FEEDER_SEPARATOR)[0]}{FEEDER_SEPARATOR}{legacy_feeder_id(relation)}"
 
 
 def _same_model(one: type, other: type) -> bool:

@@ -26,7 +26,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from .._compat import ParentKey
+from .._keys import ParentKey
 from ..declare._attributes import CounterField
 from ..declare._base import same_class
 from ..declare._relations import Relation, normalize_key

@@ -12,16 +12,16 @@ from pynamodb.attributes import TTLAttribute
 from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.expressions.condition import Condition
 
-from .._compat import ParentKey, as_returned, discriminator_of, key_attributes
+from .._keys import ParentKey, as_returned, discriminator_of, key_attributes
 from ..declare._attributes import CounterField
 from ..declare._base import feeder_id, legacy_feeder_id
 from ..declare._relations import Relation
 from ..declare._spec import check_feeder_ids, feeders_of
 from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
 from ..write._conditions import discriminator_condition
-from ..write._items import Stored, count_of
+from ..write._items import StoredNumber, count_of
 
-__all__ = ["Uncountable", "audited", "counted_classes", "counted_child", "expired", "loaded_feeders",
+__all__ = ["Uncountable", "audited", "child_class_condition", "counted_child", "expired", "loaded_feeders",
            "shares_partitions", "sum_stored"]
 
 
@@ -73,7 +73,7 @@ def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
     return {**legacy, **current}
 
 
-def counted_classes(child: Any) -> Optional[Condition]:
+def child_class_condition(child: Any) -> Optional[Condition]:
     """What picks out, among the items under a relation's ``prefix=``, those its child model counts: in a
     polymorphic model, the discriminator of the child class and of its registered subclasses (the relation is
     inherited), since sibling classes may share the prefix; ``None`` for a model of its own, or for the root of a
@@ -95,7 +95,7 @@ def expired(model: Any, item: Dict[str, Any]) -> bool:
     return False
 
 
-def sum_stored(values: Sequence[Optional[Stored]]) -> Optional[Stored]:
+def sum_stored(values: Sequence[Optional[StoredNumber]]) -> Optional[StoredNumber]:
     """The sum of the values present, ``None`` when none is (an ``int`` unless one is not whole)."""
     present = [value for value in values if value is not None]
     if not present:

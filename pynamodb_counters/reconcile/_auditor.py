@@ -17,23 +17,23 @@ from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tup
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import UpdateError
 
-from .._compat import ParentKey, key_attributes, serialize_key
 from .._costs import read_units
+from .._keys import ParentKey, key_attributes, serialize_key
 from ..declare._attributes import CounterField
-from ..declare._base import FED_BY, FEED_SEPARATOR, MARKER, SEQUENCE, SHARD_COUNT
+from ..declare._base import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
 from ..declare._relations import Relation
 from ..declare._spec import shard_count
 from ..exceptions import TransactionError
 from ..signals import counter_repaired, send_safely
 from ..write._conditions import parent_condition, sequence_is
-from ..write._items import ShardItems, Stored, count_of, counter_shards, stored_of
-from ..write._reads import read_shards, scan_parents
+from ..write._fetches import read_shards, scan_parents
+from ..write._items import ShardItems, StoredNumber, count_of, counter_shards, stored_number
 from ..write._set_counter import write_total
 from ._audit_rules import (
     Uncountable,
     audited,
+    child_class_condition,
     counted_child,
-    counted_classes,
     expired,
     loaded_feeders,
     shares_partitions,
@@ -55,9 +55,9 @@ class Observation:
 
     key: ParentKey
     exists: bool
-    stored: Optional[Stored]
+    stored: Optional[StoredNumber]
     sequence: Optional[int]
-    fed_by: FrozenSet[str] = frozenset()
+    feeders: FrozenSet[str] = frozenset()
     alone: bool = False
 
 
@@ -87,7 +87,7 @@ class Auditor:
         model: Any = counter.model
         self.counter, self.model, self.attribute = counter, model, str(counter.name)
         self.loaded = frozenset(loaded_feeders(counter))
-        self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
+        self.entry = f"{counter.attr_name}{FEEDER_SEPARATOR}"
         # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
         # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
         self.rollup = any(relation.create_parent for relation in self.feeders)
@@ -127,17 +127,17 @@ class Auditor:
         if not items[0] or MARKER in items[0] or (self.rollup and expired(self.model, items[0])):
             return Observation(key, False, None, None)  # no parent: an expiry marker, a rollup past its TTL
         shards = [item for _, item in counter_shards(self.counter, items)]
-        counts = [stored_of(item, self.counter.attr_name) for item in shards]
+        counts = [stored_number(item, self.counter.attr_name) for item in shards]
         sequences = [count_of(item, SEQUENCE.attr_name) for item in shards]
         sequence = sum_stored(sequences)
-        fed_by = frozenset(entry[len(self.entry):] for item in items
-                           for entry in ((item or {}).get(FED_BY.attr_name) or {}).get("SS", ())
+        feeders = frozenset(entry[len(self.entry):] for item in items
+                           for entry in ((item or {}).get(FEEDERS.attr_name) or {}).get("SS", ())
                            if entry.startswith(self.entry))
-        return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), fed_by)
+        return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), feeders)
 
     def unverifiable(self, observation: Observation) -> Optional[Unverifiable]:
         """The parent as unverifiable when it records feeders that are not loaded here, else ``None``."""
-        unloaded = observation.fed_by - self.loaded
+        unloaded = observation.feeders - self.loaded
         if not unloaded:
             return None
         return Unverifiable(self.model, observation.key, self.attribute, observation.stored, tuple(sorted(unloaded)))
@@ -213,7 +213,7 @@ class Auditor:
         assert relation.prefix is not None
         hash_value = child_hash.serialize(key[0])
         connection = child._get_connection()
-        counted = counted_classes(child)
+        counted = child_class_condition(child)
         named = key if shares_partitions(relation) and not alone else None
         read = relation.conditional or named is not None
         count, start = 0, None
@@ -317,7 +317,7 @@ class Auditor:
         return Repair(drift, "failed", stored, actual, max_attempts,
                       f"the parent kept changing through {max_attempts} attempts; run the repair again")
 
-    def _apply(self, key: ParentKey, stored: Optional[Stored], sequence: Optional[int], actual: int) -> bool:
+    def _apply(self, key: ParentKey, stored: Optional[StoredNumber], sequence: Optional[int], actual: int) -> bool:
         """Set the counter to ``actual`` if it still holds ``stored`` at ``sequence``; ``False`` when the parent
         moved (or a transaction writing it right now conflicted). An unsharded counter takes one conditional
         UpdateItem adding the difference; a sharded one, a TransactWriteItems conditioned on every shard."""

@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple, Type
 from pynamodb.constants import BINARY, NUMBER
 from pynamodb.models import Model
 
-from .._compat import ParentKey, key_attributes
-from ..write._items import Stored
+from .._keys import ParentKey, key_attributes
+from ..write._items import StoredNumber
 
 __all__ = ["AuditReport", "Drift", "FeederChange", "FeederEntry", "FeederReport", "Repair", "RepairReport",
            "Unverifiable", "json_key", "json_stored"]
@@ -36,7 +36,7 @@ def json_key(model: Type[Model], key: ParentKey) -> List[Any]:
     return values
 
 
-def json_stored(value: Optional[Stored]) -> Any:
+def json_stored(value: Optional[StoredNumber]) -> Any:
     """A stored counter for JSON: a number, or the exact number as a string when it is not whole."""
     return str(value) if isinstance(value, Decimal) else value
 
@@ -59,7 +59,7 @@ class Drift:
     model: Type[Model]
     key: ParentKey
     attribute: str
-    stored: Optional[Stored]
+    stored: Optional[StoredNumber]
     actual: int
     sequence: Optional[int] = None
 
@@ -87,7 +87,7 @@ class Unverifiable:
     model: Type[Model]
     key: ParentKey
     attribute: str
-    stored: Optional[Stored]
+    stored: Optional[StoredNumber]
     unloaded: Tuple[str, ...] = ()
     cause: str = ""
 
@@ -163,7 +163,7 @@ class Repair:
 
     drift: Drift
     status: str
-    before: Optional[Stored]
+    before: Optional[StoredNumber]
     after: int
     attempts: int
     reason: str = ""

@@ -32,8 +32,8 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from .._compat import ItemId, as_returned, discriminator_of, item_id
-from .._results import CounterChange
+from .._keys import ItemId, as_returned, discriminator_of, item_id
+from .._write_results import CounterChange
 from ..declare._base import WRITE_ID
 from ..declare._expiry_rules import MARKER, STREAM, ttl_attribute
 from ..declare._shards import shard_key
@@ -45,7 +45,7 @@ from ..exceptions import (
     InvalidArgumentError,
     ParentKeyError,
 )
-from ..write._commit import Refused, commit_in_part, policy_for
+from ..write._commit import Rejected, commit_in_part, policy_for
 from ..write._deltas import deltas
 from ..write._expiries import expiry_write
 from ..write._plan import MAX_ACTIONS
@@ -178,7 +178,7 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
         try:
             outcome = commit_in_part(writes, str(uuid.uuid4()), policy_for(writes, retry), EXPIRY_RECOVERIES,
                                      on_left_out=taken_off)
-            if isinstance(outcome, Refused):
+            if isinstance(outcome, Rejected):
                 outcome.raise_error()
         except (CounterError, PynamoDBException) as refused:
             first = next(expiry for position, expiry in enumerate(chunk) if position not in left)

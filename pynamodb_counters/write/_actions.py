@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Dict, Iterator, Li
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
-from .._compat import ItemId, item_id, key_request, version_condition
+from .._keys import ItemId, item_id, key_request, version_condition
 from ..declare._base import (
     EDIT_ID,
     EDITED_BY,
-    FED_BY,
+    FEEDERS,
     SEQUENCE,
     SHARD,
     SHARD_COUNT,
@@ -55,7 +55,7 @@ from ..declare._shards import (
     shard_key,
     shard_or_absent,
 )
-from ..declare._spec import ModelSpec, foreign_feeds, shard_count, spec_of
+from ..declare._spec import ModelSpec, foreign_feeders, shard_count, spec_of
 from ..exceptions import (
     ConditionFailedError,
     CounterError,
@@ -69,9 +69,9 @@ from ..exceptions import (
     TransactionError,
 )
 from ._conditions import created_parent_condition, parent_condition, pending_fold, pending_fold_message, within_limit
-from ._context import counting_skipped
 from ._deltas import Decision, Deltas
-from ._items import count_of, stored_of
+from ._items import count_of, stored_number
+from ._skipping import counting_skipped
 from ._stored import Stored, deciding, read_by
 from ._writes import Write, WriteKind, parent_save_actions
 
@@ -136,14 +136,14 @@ class Action:
         """The action's request, for a transaction sent with ``token``."""
         raise NotImplementedError
 
-    def refusal(self, said: Cancellation) -> CounterError:
+    def error_of(self, said: Cancellation) -> CounterError:
         """The error DynamoDB's refusal of this action means."""
         if said.code != CHECK_FAILED:
             return TransactionError(f"DynamoDB cancelled the transaction: {said.code} on {self.label}: "
                                     f"{said.message}", said.error)
-        return self.failed(said)
+        return self.condition_error(said)
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         """The error of this action's failed condition."""
         return ConditionFailedError(f"the condition on {self.label} was not met", said.error, **self.about(said))
 
@@ -169,7 +169,7 @@ def oversized_key(serialized: Tuple[Any, Optional[Any]]) -> Optional[str]:
 
 
 def item_of(model: Type[Model], spec: ModelSpec, key: Tuple[Any, ...]) -> ItemId:
-    """The identity of the item ``key`` of ``model`` within a transaction (``_compat.item_id``): a string key of a
+    """The identity of the item ``key`` of ``model`` within a transaction (``_keys.item_id``): a string key of a
     model whose key attributes are plain strings (``spec``, its spec, says) is its own serialized value."""
     if spec.string_keys:
         hash_key = key[0]
@@ -288,7 +288,7 @@ class ChildPut(ChildAction):
     def own(self, said: Cancellation, token: str) -> bool:
         return said.code == CHECK_FAILED and (said.item or {}).get(WRITE_ID) == {"S": token}
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         if said.item:
             return DuplicateChildError(f"{self.label} already exists; it was not counted again", said.error,
                                        raw_item=said.item, item=_load(self.model, said.item), **self.about(said))
@@ -327,7 +327,7 @@ class ChildEdit(ChildAction):
     def own(self, said: Cancellation, token: str) -> bool:
         return said.code == CHECK_FAILED and (said.item or {}).get(EDIT_ID) == {"S": token}
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         if said.item:
             verb = "updating" if self.write.kind is WriteKind.UPDATE else "saving"
             return ConditionFailedError(f"the condition on {verb} {self.label} was not met", said.error,
@@ -356,7 +356,7 @@ class ChildDelete(ChildAction):
     def stored_after(self, request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         if said.item:
             return pending_fold_refusal(self, said) or ConditionFailedError(
                 f"the condition on deleting {self.label} was not met", said.error, **self.about(said))
@@ -380,7 +380,7 @@ class ParentUpdate(Action):
     every change merged (the plan gathers them first), and never changed after.
 
     :ivar deltas: the change per counter (Python name).
-    :ivar fed_by: the feeder entries of the relations that fed it.
+    :ivar feeders: the feeder entries of the relations that fed it.
     :ivar rollup: fed only by relations that create their parent.
     :ivar creates: fed only by their first counts: it creates the rollup where absent.
     :ivar defaults: a created rollup's ``parent_defaults``, from its first child.
@@ -394,7 +394,7 @@ class ParentUpdate(Action):
     verb = "Update"
 
     def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
-                 relation: RelationSpec, spec: ModelSpec, deltas: Dict[str, int], fed_by: AbstractSet[str], *,
+                 relation: RelationSpec, spec: ModelSpec, deltas: Dict[str, int], feeders: AbstractSet[str], *,
                  rollup: bool, creates: bool, defaults: Optional[Dict[str, Any]] = None, absent: bool = False,
                  merged: Optional[Write] = None) -> None:
         super().__init__(model, key, where)
@@ -405,7 +405,7 @@ class ParentUpdate(Action):
         self.spec = spec
         self.shard = shard
         self.deltas = dict(deltas)
-        self.fed_by = frozenset(fed_by)
+        self.feeders = frozenset(feeders)
         self.rollup = rollup
         self.creates = creates
         self.defaults = defaults
@@ -421,7 +421,7 @@ class ParentUpdate(Action):
         """Whether it creates its item where absent: a rollup's first counts, adding nothing below zero."""
         return self.creates and not self.shard and all(delta >= 0 for delta in self.deltas.values())
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         item, model, where = said.item, self.model, self.label
         common = self.about(said)
         if self.shard and item and not is_shard_item(item):  # a shard's key holds another item
@@ -436,8 +436,8 @@ class ParentUpdate(Action):
         if self.absent:
             return ConditionFailedError(f"rollup {where}, found gone, kept being created again while this write "
                                         f"counted into it; nothing was written", said.error, **common)
-        foreign = foreign_feeds(model) if self.rollup else {}
-        owners = sorted({str(foreign[entry]) for entry in (item.get(FED_BY.attr_name) or {}).get("SS", ())
+        foreign = foreign_feeders(model) if self.rollup else {}
+        owners = sorted({str(foreign[entry]) for entry in (item.get(FEEDERS.attr_name) or {}).get("SS", ())
                          if entry in foreign})
         if owners:
             return ParentNotFoundError(f"parent {where} is an item that {', '.join(owners)} counts into, not a "
@@ -453,7 +453,7 @@ class ParentUpdate(Action):
                                            f"nothing was written", said.error, **common)
         attributes = model.get_attributes()
         for name, delta in self.deltas.items():
-            count: Any = stored_of(item, attributes[name].attr_name)  # exact: a number that is not whole stays one
+            count: Any = stored_number(item, attributes[name].attr_name)  # exact: a number that is not whole stays one
             if delta < 0 and (count is None or count < -delta):
                 whole = "" if isinstance(count, int) or count is None else \
                     ", not a whole number (written outside the library?),"
@@ -464,7 +464,7 @@ class ParentUpdate(Action):
             limit: Any = self.spec.counters[name].limit
             if delta > 0 and limit is not None:
                 if not isinstance(limit, int):  # held by the parent, as stored
-                    limit = stored_of(item, limit.attr_name)
+                    limit = stored_number(item, limit.attr_name)
                 if limit is not None and (count or 0) + delta > limit:
                     return LimitExceededError(
                         f"{model.__name__} {self.key!r} is full: {name} holds {count or 0}, its limit is {limit}, so "
@@ -526,7 +526,7 @@ def _shape(update: ParentUpdate, spec: ModelSpec) -> Any:
     model = update.model
     discriminator = spec.discriminator  # its guard names the subclasses known: more may be declared
     return (model.Meta.table_name,  # PynamoDB follows a table name changed at run time
-            bool(update.shard), tuple(update.deltas.items()), frozenset(update.fed_by), update.creates,
+            bool(update.shard), tuple(update.deltas.items()), frozenset(update.feeders), update.creates,
             update.rollup, None if discriminator is None else tuple(discriminator.get_registered_subclasses(model)))
 
 
@@ -539,18 +539,18 @@ def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
         else parent_condition(model)
     if update.absent and creates:
         condition = spec.keys[0].does_not_exist()
-    foreign = foreign_feeds(model) if update.rollup and not update.shard else {}
+    foreign = foreign_feeders(model) if update.rollup and not update.shard else {}
     if foreign:  # a rollup never counts into an item that another model's relations count into
-        fed_elsewhere: Condition = reduce(operator.or_, (FED_BY.contains(entry) for entry in sorted(foreign)))
+        fed_elsewhere: Condition = reduce(operator.or_, (FEEDERS.contains(entry) for entry in sorted(foreign)))
         condition = ~fed_elsewhere if condition is None else condition & ~fed_elsewhere
     if creates:
         actions.extend(_created_with(model, spec, update.defaults or {}))
-    if update.fed_by:  # which relations fed each counter changed here: an audit that cannot see one refuses it
-        actions.append(FED_BY.add(set(update.fed_by)))
+    if update.feeders:  # which relations fed each counter changed here: an audit that cannot see one refuses it
+        actions.append(FEEDERS.add(set(update.feeders)))
     counters = spec.counters
     for name, delta in update.deltas.items():
         if delta or creates:  # a first count of 0 still creates the counter, as 0
-            actions.insert(-1 - bool(update.fed_by), attributes[name].add(delta))
+            actions.insert(-1 - bool(update.feeders), attributes[name].add(delta))
         if delta < 0 and counters[name].shards == 1:
             # the floor of zero, lifted while the parent records shards its model no longer declares: until
             # reshard() folds them in, the parent item holds only part of a formerly sharded counter
@@ -599,11 +599,11 @@ class ShardItem(Action):
         kwargs: Dict[str, Any] = {"actions": [SHARD.set(self.shard)]} if self.create else {}
         return keyed_request(self.model, self.where, condition=shard_or_absent(self.model), **kwargs)
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         if said.item and not is_shard_item(said.item):
             return ConditionFailedError(foreign_shard_message(self.model, self.key, self.shard), said.error,
                                         **self.about(said))
-        return super().failed(said)
+        return super().condition_error(said)
 
 
 def shard_items(model: Type[Model], key: Tuple[Any, ...], create: bool, shards: int) -> List[ShardItem]:
@@ -622,7 +622,7 @@ class RollupCheck(Action):
     def request(self, token: str) -> Dict[str, Any]:
         return key_request(self.model, self.key, condition=spec_of(self.model).keys[0].does_not_exist())
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         return ConditionFailedError(f"rollup {self.label}, found gone, kept being created again while a delete "
                                     f"counted off it was sent; nothing was written", said.error, **self.about(said))
 
@@ -676,7 +676,7 @@ class Passthrough(Action):
                                                        add_version_condition=write.add_version_condition)
         return request
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         if self.write.spec.counters and is_shard_item(said.item):
             return ConditionFailedError(shard_item_message(self.model, self.key), said.error, **self.about(said))
         if self.must_exist and not said.item:
@@ -687,4 +687,4 @@ class Passthrough(Action):
             pending = pending_fold_refusal(self, said)
             if pending is not None:
                 return pending
-        return super().failed(said)
+        return super().condition_error(said)

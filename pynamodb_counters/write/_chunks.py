@@ -10,11 +10,11 @@ from typing import AbstractSet, FrozenSet, List, Sequence, Set, Tuple
 from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
-from .._compat import ItemId, item_id, key_of
+from .._keys import ItemId, item_id, key_of
 from ..declare._shards import shard_key
 from ..declare._spec import counters_of, relations_of, shard_count
 from ..exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
-from ._deltas import counting_of, decide
+from ._deltas import counted_from, decide
 from ._writes import Write, WriteKind, delete_write, save_write
 
 __all__ = ["BulkOperation", "Entry", "plan_chunks"]
@@ -58,7 +58,7 @@ def plan_chunks(operations: Sequence[Tuple[BulkOperation, Model]], max_actions: 
         if own in seen:
             raise InvalidTransactionError(f"{model.__name__} {own[1:]} appears twice in one bulk write")
         seen.add(own)
-        counting = counting_of(write)
+        counting = counted_from(write)
         assert counting is not None
         decision = decide(write, counting)
         changes = decision.deltas.changes

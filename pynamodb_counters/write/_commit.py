@@ -2,7 +2,7 @@
 The commit: the one path by which every counted write reaches DynamoDB, for ``save()``, ``delete()`` and
 ``update()``, :class:`~pynamodb_counters.CountedTransaction` and bulk writes alike.
 
-It is a unit of work (:class:`Work`): the writes are the caller's, frozen; what each counted write is counted from
+It is a unit of work (:class:`UnitOfWork`): the writes are the caller's, frozen; what each counted write is counted from
 (its stored child, the rollups found gone), which writes are left out, the token and the attempts are the
 commit's own, kept here and never on the writes. The unit of work is their one owner: it alone assigns them,
 deciding returns a frozen ``_deltas.Decision`` and a recovery returns the next ``_recoveries.Attempt``. Its loop:
@@ -12,11 +12,11 @@ deciding returns a frozen ``_deltas.Decision`` and a recovery returns the next `
 2. decide each counted write's changes from what it is counted from (``_deltas.decide``) and plan the
    transaction (``_plan``), leaving out the writes left out;
 3. send it (``_send``, retries of transient failures included);
-4. committed: report and signal (:func:`finish`). Refused: ask each recovery (``_recoveries``) in turn, each
+4. committed: report and signal (:func:`finish`). Rejected: ask each recovery (``_recoveries``) in turn, each
    from what the one before returned; where any applied, take the attempt the last returned and go back to 2.
    Where none did, send the refusal's signals and ask the recoveries that answer a refusal that stands: a bulk
    write's (its refused children left out) or an expiry batch's (the expiries taken off already left out); where
-   one applies, take its attempt as a new transaction and go back to 2; else the refusal stands (:class:`Refused`).
+   one applies, take its attempt as a new transaction and go back to 2; else the refusal stands (:class:`Rejected`).
 
 A refusal is returned, not raised: a single write raises its most fundamental error, a bulk write reports the
 children left out (``on_left_out``) as they are.
@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, List, NoReturn, Optional, Sequence, Tuple, Union
 
-from .._results import CounterChange, WriteResult
+from .._write_results import CounterChange, WriteResult
 from ..exceptions import (
     CountedWriteError,
     CounterError,
@@ -46,14 +46,14 @@ from ..signals import (
     send_safely,
 )
 from ._actions import Action, ChildAction, ChildEdit
-from ._deltas import counting_of, decide, names_parents
+from ._deltas import counted_from, decide, names_parents
+from ._fetches import stored_child
 from ._plan import Plan, plan
-from ._reads import stored_child
 from ._recoveries import (
     RECOVERIES,
     Attempt,
     Recovery,
-    Round,
+    RefusedAttempt,
     explain,
     most_fundamental,
     next_token,
@@ -65,11 +65,11 @@ from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
 from ._stored import Stored, forget, remember
 from ._writes import Write, WriteKind
 
-__all__ = ["Done", "Refused", "Work", "commit", "commit_in_part", "policy_for"]
+__all__ = ["Committed", "Rejected", "UnitOfWork", "commit", "commit_in_part", "policy_for"]
 
 
 @dataclass(frozen=True)
-class Done:
+class Committed:
     """A committed write: its result, and the plan that committed (what each counted child's action was)."""
 
     plan: Plan
@@ -77,7 +77,7 @@ class Done:
 
 
 @dataclass(frozen=True)
-class Refused:
+class Rejected:
     """DynamoDB refused a plan; nothing was written, and ``duplicate_rejected`` / ``missing_rejected`` were sent
     (``limit_rejected`` waits for :meth:`raise_error`: a bulk write's commit sends it for each child it leaves
     out beyond a full parent's room).
@@ -104,7 +104,7 @@ class Refused:
         raise error
 
 
-class Work:
+class UnitOfWork:
     """The unit of work of one transaction: the caller's writes, and the commit's own state across attempts, which
     only it assigns.
 
@@ -120,7 +120,7 @@ class Work:
 
     def __init__(self, writes: Sequence[Write], token: str) -> None:
         self.writes = tuple(writes)
-        self.attempt = Attempt(tuple(counting_of(write) for write in self.writes))
+        self.attempt = Attempt(tuple(counted_from(write) for write in self.writes))
         self.token = token
         self.requests = 0
         self.lost = False
@@ -162,7 +162,8 @@ class Work:
                 countings[position] = replace(counting, basis=stored_child(write.model, write.instance))
         self.attempt = replace(self.attempt, countings=tuple(countings))
 
-    def recover(self, round: Round, recoveries: Sequence[Recovery], policy: RetryPolicy) -> Optional[Attempt]:
+    def recover(self, cancelled: RefusedAttempt, recoveries: Sequence[Recovery], policy: RetryPolicy
+                ) -> Optional[Attempt]:
         """Ask ``recoveries`` in turn, each from the attempt the one before returned (the first from this one), and
         take the last attempt returned as the next: its token derived where one makes a new request, and its
         counts of attempts started afresh where one makes a new transaction. Returns the attempt replaced, where
@@ -171,7 +172,7 @@ class Work:
         applied: List[Recovery] = []
         for recovery in recoveries:
             if self._may(recovery, policy):
-                following = recovery.recover(attempt, round)
+                following = recovery.recover(attempt, cancelled)
                 if following is not None:
                     attempt = following
                     applied.append(recovery)
@@ -198,17 +199,17 @@ class Work:
 
 def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = None, *,
            return_consumed_capacity: str = "TOTAL",
-           on_request: Optional[Callable[[], None]] = None) -> Union[Done, Refused]:
+           on_request: Optional[Callable[[], None]] = None) -> Union[Committed, Rejected]:
     """Commit ``writes`` as one TransactWriteItems, all or nothing (see the module's loop; the recoveries are
     ``_recoveries.RECOVERIES``).
 
     :param on_request: called once per request made, whatever its outcome (see ``_send.send``).
-    :returns: the committed write, or the :class:`Refused` plan.
+    :returns: the committed write, or the :class:`Rejected` plan.
     :raises MissingChildError: a key-only delete, or an update of an instance never loaded, of a child that does
       not exist; nothing was written.
     :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
     """
-    outcome = _commit(Work(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES, return_consumed_capacity,
+    outcome = _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES, return_consumed_capacity,
                       on_request, None)
     assert outcome is not None  # only a recovery answering a standing refusal leaves writes out
     return outcome
@@ -217,22 +218,22 @@ def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = 
 def commit_in_part(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy], recoveries: Sequence[Recovery],
                    *, on_request: Optional[Callable[[], None]] = None,
                    on_left_out: Optional[Callable[[int, CounterError], None]] = None
-                   ) -> Union[Done, Refused, None]:
+                   ) -> Union[Committed, Rejected, None]:
     """Commit ``writes`` as :func:`commit` does, with ``recoveries`` that may leave writes out where a refusal
     would stand (``_recoveries.BULK_RECOVERIES``, ``_recoveries.EXPIRY_RECOVERIES``): the rest is committed.
 
     :param on_left_out: called with the position of each write left out, and the error that left it out, as it is
       (``limit_rejected`` is sent first for a child left out for a full parent).
-    :returns: the committed write (of the writes not left out), the :class:`Refused` plan, or ``None`` where every
+    :returns: the committed write (of the writes not left out), the :class:`Rejected` plan, or ``None`` where every
       write was left out.
     """
-    return _commit(Work(writes, token), policy or DEFAULT_RETRY_POLICY, recoveries, "TOTAL", on_request,
+    return _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, recoveries, "TOTAL", on_request,
                    on_left_out)
 
 
-def _commit(work: Work, policy: RetryPolicy, recoveries: Sequence[Recovery], return_consumed_capacity: str,
+def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery], return_consumed_capacity: str,
             on_request: Optional[Callable[[], None]], on_left_out: Optional[Callable[[int, CounterError], None]]
-            ) -> Union[Done, Refused, None]:
+            ) -> Union[Committed, Rejected, None]:
     """The loop (see the module's docstring)."""
     first = [recovery for recovery in recoveries if not recovery.new_transaction]
     last = [recovery for recovery in recoveries if recovery.new_transaction]
@@ -246,17 +247,17 @@ def _commit(work: Work, policy: RetryPolicy, recoveries: Sequence[Recovery], ret
             raise explain(planned, error) from error.cause
         refusal = refusal_of(planned, sent) if sent.response is None else None
         if refusal is None:  # committed, now or on an attempt whose response was lost
-            return Done(planned, finish(planned, sent, work.requests, work.lost))
+            return Committed(planned, finish(planned, sent, work.requests, work.lost))
         work.requests += sent.attempts
         work.lost = work.lost or sent.ambiguous
-        round = Round(planned, sent, refusal)
-        if work.recover(round, first, policy) is not None:
+        cancelled = RefusedAttempt(planned, sent, refusal)
+        if work.recover(cancelled, first, policy) is not None:
             continue
-        refused = standing_refused(round)
+        refused = standing_refused(cancelled)
         signal_refusals(refused)
-        earlier = work.recover(round, last, policy)
+        earlier = work.recover(cancelled, last, policy)
         if earlier is None:
-            return Refused(planned, refused)
+            return Rejected(planned, refused)
         for position, why in work.attempt.left_out[len(earlier.left_out):]:
             instance = work.writes[position].instance
             if isinstance(why, LimitExceededError):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
 
 from pynamodb.expressions.condition import Condition
 
-from .._compat import discriminator_of, key_attributes, key_request
+from .._keys import discriminator_of, key_attributes, key_request
 from ..declare._attributes import CounterField
 from ..declare._base import SEQUENCE, SHARD, SHARD_COUNT
 from ..declare._shards import shard_key

@@ -1,11 +1,11 @@
 """
 What a counted child's write changes: :func:`deltas`, the one function that decides it, for a create, an edit
 (a move included), an update and a delete alike, and :func:`decide`, which gives it the two states to compare
-for one write (:class:`Counting`: what the write is counted from in an attempt) and returns what it decided
+for one write (:class:`CountedFrom`: what the write is counted from in an attempt) and returns what it decided
 (:class:`Decision`). No I/O, but not pure: :func:`deltas` runs the user's functions (each relation's key,
 ``when=`` and ``amount=``), once per state, from the relations as compiled (``declare._spec.RelationSpec``), and
 records what they read where a condition needs it. Nothing is written: both records are frozen, and only the
-commit's unit of work (``_commit.Work``) replaces a write's :class:`Counting` between attempts.
+commit's unit of work (``_commit.UnitOfWork``) replaces a write's :class:`CountedFrom` between attempts.
 
 It compares, relation by relation, the stored child as PynamoDB loads it (``before``: ``None`` for a new child)
 with the child as PynamoDB will load it once written (``after``: ``None`` for a delete):
@@ -35,7 +35,7 @@ from typing import (
     Type,
 )
 
-from .._results import CounterChange
+from .._write_results import CounterChange
 from ..declare._expiry_rules import STREAM
 from ..declare._relations import (
     KeyFunctionOf,
@@ -56,8 +56,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..declare._spec import RelationSpec
 
-__all__ = ["NONE", "Counting", "Decision", "Deltas", "counting_of", "decide", "deltas", "feed_of", "names_parents",
-           "parent_defaults"]
+__all__ = ["NONE", "CountedFrom", "Decision", "Deltas", "counted_from", "decide", "deltas", "feeder_entry_of",
+           "names_parents", "parent_defaults"]
 
 Counted = Tuple["RelationSpec", CounterChange]
 """One counter change with the relation that makes it."""
@@ -207,14 +207,14 @@ def _again(relation: RelationSpec, option: Optional[str], function: Callable[[An
         raise call_failed(relation, option, child, error) from error
 
 
-def feed_of(relation: RelationSpec) -> str:
+def feeder_entry_of(relation: RelationSpec) -> str:
     """The entry a counted write through ``relation`` records in its parent's feeder set: as compiled, unless a
     model's table was renamed since (PynamoDB follows a ``Meta.table_name`` changed at run time), then as the
     declaration gives it now."""
     child = relation.relation.declared_on
     if relation.tables == (relation.parent_model.Meta.table_name, child.Meta.table_name):  # type: ignore
-        return relation.feed
-    return relation.relation.feed
+        return relation.feeder_entry
+    return relation.relation.feeder_entry
 
 
 def parent_defaults(relation: RelationSpec, child: Model) -> Dict[str, Any]:
@@ -236,7 +236,7 @@ def parent_defaults(relation: RelationSpec, child: Model) -> Dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Counting:
+class CountedFrom:
     """What one counted write is counted from in an attempt: the commit's own record of it, never the caller's
     request (:class:`~pynamodb_counters.write._writes.Write`). Frozen: a recovery that learns otherwise returns
     another (``dataclasses.replace``), and the commit's unit of work takes it for the next attempt.
@@ -271,7 +271,7 @@ class Decision:
       child still holds what the basis holds for each). ``None`` where no condition needs them (a create).
     """
 
-    counting: Counting
+    counting: CountedFrom
     basis: Optional[Stored]
     after: Optional[Stored] = None
     loaded: Optional[Model] = None
@@ -284,16 +284,16 @@ class Decision:
         return self.counting.gone
 
 
-def counting_of(write: Write) -> Optional[Counting]:
+def counted_from(write: Write) -> Optional[CountedFrom]:
     """A counted write's record, starting from what its instance remembers being stored as (loaded, or last
     saved as); ``None`` for a write that counts nothing."""
     if not write.kind.counted:
         return None
     assert write.instance is not None
-    return Counting(basis=stored_of(write.instance, write.key), expiry=write.kind is WriteKind.EXPIRY)
+    return CountedFrom(basis=stored_of(write.instance, write.key), expiry=write.kind is WriteKind.EXPIRY)
 
 
-def decide(write: Write, counting: Counting) -> Decision:
+def decide(write: Write, counting: CountedFrom) -> Decision:
     """Decide ``write``'s changes for this attempt, from ``counting``: a save compares its
     basis (none for a create) with the instance as it will be stored, an update its basis with the basis and its
     known actions applied, a delete (or an expiry, in the relations counting its expiries) its basis with nothing.

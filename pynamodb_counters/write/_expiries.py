@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from .._compat import ItemId, key_of
+from .._keys import ItemId, key_of
 from ..declare._base import WRITE_ID
 from ..declare._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
 from ..declare._spec import spec_of
@@ -72,7 +72,7 @@ class ExpiryMarker(ChildAction):
     def own(self, said: Cancellation, token: str) -> bool:
         return said.code == CHECK_FAILED and (said.item or {}).get(WRITE_ID) == {"S": token}
 
-    def failed(self, said: Cancellation) -> CounterError:
+    def condition_error(self, said: Cancellation) -> CounterError:
         if said.item and MARKER in said.item:
             return DuplicateChildError(f"the expiry of {self.label} was taken off already; it was not counted "
                                        f"again", said.error, raw_item=said.item, **self.about(said))

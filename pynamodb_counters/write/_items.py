@@ -6,16 +6,16 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .._compat import ParentKey
+from .._keys import ParentKey
 from ..declare._attributes import CounterField
 from ..exceptions import CorruptCounterError
 
-__all__ = ["ShardItems", "Stored", "count_of", "counter_shards", "stored_of", "whole_count"]
+__all__ = ["ShardItems", "StoredNumber", "count_of", "counter_shards", "stored_number", "whole_count"]
 
 ShardItems = List[Optional[Dict[str, Any]]]
 """One parent's shard items as DynamoDB returned them, by shard index (``None`` where an item is absent)."""
 
-Stored = Union[int, Decimal]
+StoredNumber = Union[int, Decimal]
 """A counter as DynamoDB holds it: an ``int``, or a :class:`~decimal.Decimal` for a number that is not whole."""
 
 
@@ -25,7 +25,7 @@ def count_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[int]:
     return int(raw) if raw is not None else None
 
 
-def stored_of(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[Stored]:
+def stored_number(item: Optional[Dict[str, Any]], attr_name: str) -> Optional[StoredNumber]:
     """A counter of a raw item exactly as stored: an ``int``, a :class:`~decimal.Decimal` when it is not a whole
     number, ``None`` when the item or the attribute is absent."""
     raw = ((item or {}).get(attr_name) or {}).get("N")
@@ -40,7 +40,7 @@ def whole_count(item: Optional[Dict[str, Any]], counter: CounterField, key: Pare
 
     :raises CorruptCounterError: the item holds a number that is not whole, naming the parent and the counter.
     """
-    value = stored_of(item, counter.attr_name)
+    value = stored_number(item, counter.attr_name)
     if isinstance(value, Decimal):
         assert counter.model is not None
         raise CorruptCounterError.of(counter.model, key, str(counter.name), value)

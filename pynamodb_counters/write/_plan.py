@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple, Type
 
-from .._compat import ItemId, item_id
+from .._keys import ItemId, item_id
 from ..declare._shards import shard_key
 from ..exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 from ._actions import (
@@ -38,7 +38,7 @@ from ._actions import (
     item_of,
     shard_items,
 )
-from ._deltas import Decision, Parent, feed_of, parent_defaults
+from ._deltas import Decision, Parent, feeder_entry_of, parent_defaults
 from ._expiries import ExpiryMarker
 from ._writes import Write, WriteKind
 
@@ -148,7 +148,7 @@ class _Gathered:
     relation: RelationSpec
     spec: ModelSpec
     deltas: Dict[str, int] = field(default_factory=dict)
-    fed_by: Set[str] = field(default_factory=set)
+    feeders: Set[str] = field(default_factory=set)
     rollup: bool = True
     creates: bool = True
     defaults: Optional[Dict[str, Any]] = None
@@ -160,7 +160,7 @@ class _Gathered:
         :raises ParentKeyError: the key is too long for DynamoDB.
         """
         return ParentUpdate(self.model, self.key, self.shard, self.where, self.relation, self.spec,
-                            self.deltas, self.fed_by, rollup=self.rollup, creates=self.creates,
+                            self.deltas, self.feeders, rollup=self.rollup, creates=self.creates,
                             defaults=self.defaults, absent=self.absent, merged=merged)
 
 
@@ -186,7 +186,7 @@ def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[Ite
                     if parent.model is change.parent:
                         parent.spec = relation.parent_spec
                 parent.deltas[change.attribute] = parent.deltas.get(change.attribute, 0) + change.delta
-                parent.fed_by.add(feed_of(relation))
+                parent.feeders.add(feeder_entry_of(relation))
                 parent.rollup = parent.rollup and relation.create_parent
                 parent.creates = parent.creates and relation.create_parent and first
                 if relation.create_parent and first and change.delta >= 0 and parent.defaults is None:

@@ -7,7 +7,7 @@ and what a rejected request (a missing table, an item too large) means.
 What a refusal teaches, one small named recovery each (:data:`RECOVERIES`, in the order the commit asks them):
 a refused attempt wrote nothing, so the write is counted again from what DynamoDB returned and sent again, in the
 same call, within its retry policy. A recovery assigns nothing: it returns the next :class:`Attempt` (each write's
-:class:`~pynamodb_counters.write._deltas.Counting`, replaced where it learned otherwise, and the writes left out)
+:class:`~pynamodb_counters.write._deltas.CountedFrom`, replaced where it learned otherwise, and the writes left out)
 or ``None`` where it does not apply, and the commit's unit of work takes what it returns. Two read or write the
 table: :class:`ExpiredParentsGone` reads a shard item, :class:`MissingShards` creates shard items.
 
@@ -65,18 +65,18 @@ from ._actions import (
     ParentUpdate,
     RollupCheck,
 )
-from ._deltas import Counting, Decision, Parent
+from ._deltas import CountedFrom, Decision, Parent
+from ._fetches import read_shards
 from ._plan import Plan
-from ._reads import read_shards
 from ._send import RETRYABLE_REASONS, Sent
 from ._shard_items import create_shards
 from ._stored import Stored
 from ._writes import WriteKind
 
 __all__ = ["Attempt", "BULK_RECOVERIES", "DeletedMeanwhile", "EXPIRY_RECOVERIES", "ExpiredParentsGone",
-           "MissingShards", "RECOVERIES", "Recovery", "Refusal", "RefusedLeftOut", "RollupsGone", "RollupsReturned",
-           "RoomMadeMeanwhile", "Round", "StaleBasis", "TakenOffAlready", "explain", "most_fundamental", "next_token",
-           "proven", "refusal_of", "standing", "standing_refused"]
+           "MissingShards", "RECOVERIES", "Recovery", "RefusedAttempt", "RefusedLeftOut", "Refusal", "RollupsGone",
+           "RollupsReturned", "RoomMadeMeanwhile", "StaleBasis", "TakenOffAlready", "explain", "most_fundamental",
+           "next_token", "proven", "refusal_of", "standing_errors", "standing_refused"]
 
 # Which error wins when DynamoDB flags several actions: the most fundamental first. A missing child outranks an
 # underflow: deleting an absent like of a post whose counter drifted to 0 flags both, and the floor only failed
@@ -127,7 +127,7 @@ def refusal_of(plan: Plan, sent: Sent) -> Optional[Refusal]:
     if not failures:
         raise TransactionError(f"DynamoDB cancelled the transaction without naming a cause: {sent.error}",
                                sent.error)
-    return Refusal(tuple((action, cancel, action.refusal(cancel)) for action, cancel in failures))
+    return Refusal(tuple((action, cancel, action.error_of(cancel)) for action, cancel in failures))
 
 
 def proven(plan: Plan, sent: Sent) -> bool:
@@ -197,14 +197,14 @@ def explain(plan: Plan, error: TransactionError) -> TransactionError:
 
 @dataclass(frozen=True)
 class Attempt:
-    """What an attempt of a commit counts from: the state of the commit's unit of work (``_commit.Work``), frozen,
+    """What an attempt of a commit counts from: the state of the commit's unit of work (``_commit.UnitOfWork``), frozen,
     replaced whole by what the recoveries return.
 
     :ivar countings: what each write is counted from (``None`` for one that counts nothing), by its position.
     :ivar left_out: the writes left out (not sent again), by position, each with the error that left it out.
     """
 
-    countings: Tuple[Optional[Counting], ...]
+    countings: Tuple[Optional[CountedFrom], ...]
     left_out: Tuple[Tuple[int, CounterError], ...] = ()
 
     @property
@@ -226,7 +226,7 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class Round:
+class RefusedAttempt:
     """One refused attempt of a write: its plan (with what each write was decided as), what sending it returned,
     and what DynamoDB refused."""
 
@@ -259,15 +259,15 @@ class Recovery:
     capped: ClassVar[bool] = False
     """It applies at most the retry policy's ``max_attempts`` times per commit, whatever the requests made."""
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         """The next attempt, from ``attempt`` (what the refused one counted from, as the recoveries asked before
-        this one left it) and what ``round`` teaches; ``None`` where it does not apply."""
+        this one left it) and what ``cancelled`` teaches; ``None`` where it does not apply."""
         raise NotImplementedError
 
 
-def _children(round: Round) -> List[Tuple[ChildAction, Cancellation]]:
+def _children(cancelled: RefusedAttempt) -> List[Tuple[ChildAction, Cancellation]]:
     """The counted children's own refused actions, with what DynamoDB said of them (a failed condition)."""
-    return [(action, said) for action, said, _ in round.refusal.refused
+    return [(action, said) for action, said, _ in cancelled.refusal.refused
             if isinstance(action, ChildAction) and said.code == CHECK_FAILED]
 
 
@@ -277,13 +277,13 @@ class StaleBasis(Recovery):
     was created again meanwhile: each is counted from the stored child the refusal returned (the latter is an
     edit again)."""
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         learned: Dict[int, Dict[str, Any]] = {}
-        for action, said in _children(round):
+        for action, said in _children(cancelled):
             if not said.item or not action.relearns:
                 continue
             if isinstance(action, ChildPut):
-                if action.decision.counting.recreated and not action.own(said, round.plan.token):
+                if action.decision.counting.recreated and not action.own(said, cancelled.plan.token):
                     learned[action.index] = dict(basis=Stored(action.model, said.item))
                 continue
             stored = relearned(action, said.item)
@@ -296,8 +296,8 @@ class DeletedMeanwhile(Recovery):
     """An edit refused because its child was deleted since it was loaded: saving it again creates it, counted
     as new (``save()`` writes the whole item, as PynamoDB's does)."""
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
-        return attempt.learned({action.index: dict(basis=None, recreated=True) for action, said in _children(round)
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        return attempt.learned({action.index: dict(basis=None, recreated=True) for action, said in _children(cancelled)
                                 if isinstance(action, ChildEdit) and action.write.kind is WriteKind.SAVE
                                 and not said.item})
 
@@ -306,9 +306,9 @@ class RollupsReturned(Recovery):
     """A write sent without its changes to rollups found gone, refused because one is stored again (created since
     by a first count): the children count into it after all."""
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         returned: Set[Parent] = set()
-        for action, said, _ in round.refusal.refused:
+        for action, said, _ in cancelled.refusal.refused:
             if isinstance(action, RollupCheck) and said.code == CHECK_FAILED and said.item or \
                     isinstance(action, ParentUpdate) and action.returned(said):
                 returned.add((action.model, action.key))
@@ -329,8 +329,8 @@ class RollupsGone(Recovery):
     the other refusal stands, and nothing is left out on the strength of a state that another writer may change
     before the write is sent again (:func:`standing`)."""
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
-        gone, others = split(round.decisions, round.refusal)
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        gone, others = split(cancelled.decisions, cancelled.refusal)
         if not gone or others:
             return None
         return _left_gone(attempt, gone)
@@ -343,12 +343,12 @@ class ExpiredParentsGone(Recovery):
     :class:`MissingShards`'). Its counters went with it: what the children counted there is left out, checked
     still absent."""
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         gone: List[Tuple[int, Parent]] = []
-        for action, said, error in round.refusal.refused:
+        for action, said, error in cancelled.refusal.refused:
             if not (isinstance(action, ParentUpdate) and isinstance(error, ParentNotFoundError) and not said.item):
                 return None
-            feeding = _feeding(round.decisions, action)
+            feeding = _feeding(cancelled.decisions, action)
             if not feeding or not all(decision.counting.expiry for _, decision, _, _ in feeding):
                 return None
             if action.shard and read_shards(action.model, [action.key], 1, consistent_read=True)[action.key][0]:
@@ -366,8 +366,8 @@ class MissingShards(Recovery):
     new_request = False
     once = True
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
-        error = most_fundamental(standing(round.decisions, round.refusal))
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        error = most_fundamental(standing_errors(cancelled.decisions, cancelled.refusal))
         if not (isinstance(error, ParentNotFoundError) and error.shard):
             return None
         assert error.model is not None
@@ -385,8 +385,8 @@ class RefusedLeftOut(Recovery):
     budgeted = False
     new_transaction = True
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
-        blame = blamed(round)
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        blame = blamed(cancelled)
         if not blame:
             return None
         return replace(attempt, left_out=attempt.left_out + tuple(sorted(blame.items(), key=lambda pair: pair[0])))
@@ -401,8 +401,9 @@ class RoomMadeMeanwhile(Recovery):
     new_transaction = True
     capped = True
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
-        if blamed(round) or not all(isinstance(error, LimitExceededError) for _, error in standing_refused(round)):
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        if blamed(cancelled) or not all(isinstance(error, LimitExceededError)
+                                        for _, error in standing_refused(cancelled)):
             return None
         return attempt
 
@@ -414,8 +415,8 @@ class TakenOffAlready(Recovery):
     budgeted = False
     new_transaction = True
 
-    def recover(self, attempt: Attempt, round: Round) -> Optional[Attempt]:
-        again = tuple((action.index, error) for action, error in standing_refused(round)
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        again = tuple((action.index, error) for action, error in standing_refused(cancelled)
                       if isinstance(action, ChildAction) and action.write.kind is WriteKind.EXPIRY
                       and isinstance(error, DuplicateChildError))
         return replace(attempt, left_out=attempt.left_out + again) if again else None
@@ -462,16 +463,16 @@ def split(decisions: Sequence[Optional[Decision]], refusal: Refusal
     return gone, others
 
 
-def standing(decisions: Sequence[Optional[Decision]], refusal: Refusal) -> List[CounterError]:
+def standing_errors(decisions: Sequence[Optional[Decision]], refusal: Refusal) -> List[CounterError]:
     """The errors a refused write answers with: beside another refusal, a gone rollup is none."""
     _, others = split(decisions, refusal)
     return others or refusal.errors
 
 
-def standing_refused(round: Round) -> List[Tuple[Action, CounterError]]:
+def standing_refused(cancelled: RefusedAttempt) -> List[Tuple[Action, CounterError]]:
     """Each refused action whose error stands (:func:`standing`), with it, in request order."""
-    errors = standing(round.decisions, round.refusal)
-    return [(action, error) for action, _, error in round.refusal.refused if any(error is e for e in errors)]
+    errors = standing_errors(cancelled.decisions, cancelled.refusal)
+    return [(action, error) for action, _, error in cancelled.refusal.refused if any(error is e for e in errors)]
 
 
 def _feeding(decisions: Sequence[Optional[Decision]], update: Action
@@ -485,7 +486,7 @@ def _feeding(decisions: Sequence[Optional[Decision]], update: Action
             for relation, change in pairs if change.parent is update.model and change.key == update.key]
 
 
-def blamed(round: Round) -> Dict[int, CounterError]:
+def blamed(cancelled: RefusedAttempt) -> Dict[int, CounterError]:
     """Which writes (by position) a bulk write's refusal is about, each with the one error it is reported with: of
     its own action's refusal and its parents' refusals, the one a single write of it would raise
     (:func:`most_fundamental`).
@@ -497,8 +498,8 @@ def blamed(round: Round) -> Dict[int, CounterError]:
     A limit is admission control, exactly: of the children adding to a full (or nearly full) parent, those that
     fit in the room the stored count leaves are kept, in input order, and only the others are refused
     (:exc:`~pynamodb_counters.exceptions.LimitExceededError`)."""
-    refused = standing_refused(round)
-    decisions = [(position, decision) for position, decision in enumerate(round.decisions) if decision is not None]
+    refused = standing_refused(cancelled)
+    decisions = [(position, decision) for position, decision in enumerate(cancelled.decisions) if decision is not None]
 
     def counted_into(action: Action, decision: Decision) -> bool:
         return any(c.parent is action.model and c.key == action.key and c.shard == action.shard

@@ -10,14 +10,14 @@ from typing import Any, Dict, List, Optional
 
 from pynamodb.exceptions import UpdateError
 
-from .._compat import ParentKey, serialize_key
+from .._keys import ParentKey, serialize_key
 from ..declare._attributes import CounterField
 from ..declare._base import SEQUENCE, SHARD
 from ..declare._relations import normalize_key
 from ..exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 from ._conditions import parent_condition, sequence_unchanged, shard_request, shard_unchanged
-from ._items import ShardItems, counter_shards, stored_of
-from ._reads import read_shards
+from ._fetches import read_shards
+from ._items import ShardItems, counter_shards, stored_number
 from ._send import send
 
 __all__ = ["set_counter", "write_total"]
@@ -49,7 +49,7 @@ def set_counter(counter: CounterField, key: Any, value: int, *, expected: Option
     key = normalize_key(model, key, f"set_counter({counter!r})")
     if counter.shards > 1:
         items = read_shards(model, [key], counter.shards, consistent_read=True)[key]
-        total = sum(stored_of(item, counter.attr_name) or 0 for item in items)
+        total = sum(stored_number(item, counter.attr_name) or 0 for item in items)
         if not items[0] or (expected is not None and total != expected) or \
                 not write_total(counter, key, items, value):
             raise ConditionFailedError(
@@ -97,7 +97,7 @@ def total_requests(counter: CounterField, key: ParentKey, items: ShardItems, val
     requests: List[Dict[str, Any]] = []
     others = 0
     for shard, item in counter_shards(counter, items)[1:]:
-        count = stored_of(item, counter.attr_name)
+        count = stored_number(item, counter.attr_name)
         condition = SHARD.does_not_exist() if item is None else shard_unchanged(item)
         if isinstance(count, Decimal):  # not a whole number (written by hand): this shard starts again at 0
             requests.append({"Update": shard_request(model, key, shard, condition=condition,

@@ -10,15 +10,15 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Type
 
-from .._compat import ParentKey
+from .._keys import ParentKey
 from ..declare._base import SEQUENCE, SHARD_COUNT
 from ..declare._shards import foreign_shard, foreign_shard_message
 from ..declare._spec import counters_of
 from ..exceptions import ConditionFailedError, TransactionError
 from ._actions import ShardItem
 from ._conditions import parent_condition, shard_request, shard_unchanged
+from ._fetches import parent_keys, read_shards
 from ._items import ShardItems, count_of, whole_count
-from ._reads import parent_keys, read_shards
 from ._send import DEFAULT_RETRY_POLICY, send
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,7 +23,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import RemoveAction, SetAction
 
-from .._compat import key_of
+from .._keys import key_of
 from ..declare._spec import ModelSpec, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from .._compat import key_of
+from .._keys import key_of
 from ..declare._base import SPEC_HELD
 from ..declare._relations import UNREGISTERED
 from ..declare._spec import ModelSpec, spec_of
 from ..exceptions import CountingBypassError, InvalidArgumentError
-from ._context import SKIPPING, counting_skipped
+from ._skipping import SKIPPING, counting_skipped
 from ._stored import known_values, read_by, remembered
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -200,7 +200,7 @@ def update_write(instance: Model, actions: Sequence[Action], condition: Optional
 
 def skipped(model: type) -> bool:
     """Whether writes of ``model`` are uncounted here, inside an open :func:`~pynamodb_counters.skip_counting`
-    block naming it (``_context``); read from its context variable first, so that a write outside any block makes
+    block naming it (``_skipping``); read from its context variable first, so that a write outside any block makes
     no call for it."""
     return SKIPPING.get() is not None and counting_skipped(model)
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from pynamodb.exceptions import TableDoesNotExist, TableError
 
-from ..._compat import ParentKey
+from ..._keys import ParentKey
 from ...declare._attributes import CounterField
 from ...exceptions import ExportError, InvalidArgumentError
 from .._audit_rules import audited

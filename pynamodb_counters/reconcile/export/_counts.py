@@ -13,16 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
 
-from ..._compat import ParentKey, as_returned, key_attributes
+from ..._keys import ParentKey, as_returned, key_attributes
 from ...declare._attributes import CounterField
-from ...declare._base import FED_BY, FEED_SEPARATOR, MARKER, SHARD
+from ...declare._base import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD
 from ...declare._relations import Relation
 from ...exceptions import ExportError
-from ...write._items import Stored, stored_of
+from ...write._items import StoredNumber, stored_number
 from .._audit_rules import (
     Uncountable,
+    child_class_condition,
     counted_child,
-    counted_classes,
     expired,
     loaded_feeders,
     shares_partitions,
@@ -86,7 +86,7 @@ class Finding(NamedTuple):
     counter fed under a prefix."""
 
     key: ParentKey
-    stored: Optional[Stored]
+    stored: Optional[StoredNumber]
     actual: Optional[int]
     unloaded: Tuple[str, ...] = ()
 
@@ -141,7 +141,7 @@ class ExportCounting:
                                   f"(audit() without export=), or declare counted_by(..., prefix=...)")
             child = relation.child_model
             child_keys = key_attributes(child)
-            counted = counted_classes(child)
+            counted = child_class_condition(child)
             self.children.append(_Children(relation, child.Meta.table_name, child_keys[0].attr_name,
                                            child_keys[-1].attr_name, relation.prefix,
                                            None if counted is None else matcher(counted, _named(relation)),
@@ -156,9 +156,9 @@ class ExportCounting:
         # children stored beside their parents under a prefix are never parents (as a Scan audit leaves them out)
         self.beside = tuple(found.prefix for found in self.children
                             if found.table == self.parent_table and len(self.key_names) > 1)
-        self.entry = f"{counter.attr_name}{FEED_SEPARATOR}"
+        self.entry = f"{counter.attr_name}{FEEDER_SEPARATOR}"
         # the attribute names the hot loop reads, once (PynamoDB's attr_name is a property)
-        self.counter_name, self.shard_name, self.feeds_name = counter.attr_name, SHARD.attr_name, FED_BY.attr_name
+        self.counter_name, self.shard_name, self.feeds_name = counter.attr_name, SHARD.attr_name, FEEDERS.attr_name
         self.rollup = any(relation.create_parent for relation in feeders)
         self.loaded = frozenset(loaded_feeders(counter))
         self.shared_partitions = any(shares_partitions(found.relation) for found in self.children)
@@ -260,7 +260,7 @@ class ExportCounting:
             if gone:  # a rollup past its TTL: no write counts into it any more
                 continue
             own = sorted((index, each) for (parent, index), each in (shards or {}).items() if parent == raw)
-            values: List[Optional[Stored]] = [_stored(stored_raw)]
+            values: List[Optional[StoredNumber]] = [_stored(stored_raw)]
             values.extend(_stored(each[0]) for _, each in own)
             stored = sum_stored(values)
             unloaded = feeds.union(*(each[1] for _, each in own)) - self.loaded
@@ -308,8 +308,8 @@ def _parent_of_shard(key: RawKey, index: int) -> Optional[RawKey]:
     return ((kind, value[:-len(suffix)]),) + rest
 
 
-def _stored(raw: Optional[str]) -> Optional[Stored]:
-    return None if raw is None else stored_of({"n": {"N": raw}}, "n")
+def _stored(raw: Optional[str]) -> Optional[StoredNumber]:
+    return None if raw is None else stored_number({"n": {"N": raw}}, "n")
 
 
 def _named(relation: Relation) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 from pynamodb.constants import BINARY, KEYS, RESPONSES, UNPROCESSED_KEYS
 from pynamodb.expressions.operand import Path
 
-from .._compat import ParentKey, key_attributes, key_of, serialize_key
+from .._keys import ParentKey, key_attributes, key_of, serialize_key
 from ..declare._base import MARKER, SHARD_COUNT
 from ..declare._relations import normalize_key
 from ..declare._shards import is_shard_item, not_a_shard, shard_key
