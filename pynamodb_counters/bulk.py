@@ -55,7 +55,7 @@ from .write._fetches import stored_child
 from .write._plan import MAX_ACTIONS
 from .write._recoveries import BULK_RECOVERIES
 from .write._send import RetryPolicy
-from .write._stored import remember
+from .write._stored import remember_stored
 from .write._writes import Write, delete_write, save_write
 
 __all__ = ["BulkOperation", "BulkResult", "ChildOutcome", "ChildStatus", "bulk_delete", "bulk_save", "bulk_write"]
@@ -255,7 +255,7 @@ def _as_stored(position: int, operation: BulkOperation, child: Model, progress: 
     if operation is not BulkOperation.DELETE or not relations_of(model) or names_parents(model, child, -1):
         return operation, child
     try:
-        remember(child, stored_child(model, child).item)
+        remember_stored(child, stored_child(model, child).item)
     except MissingChildError as error:
         progress.decide([(position, operation, child)], ChildStatus.REJECTED, error)
     return operation, child

@@ -29,7 +29,7 @@ from .write._fetches import read_totals
 from .write._items import count_of
 from .write._send import RetryPolicy
 from .write._shard_items import create_shards
-from .write._stored import remember, stored_of
+from .write._stored import remember_stored, stored_of
 from .write._writes import (
     UNSET,
     Write,
@@ -192,7 +192,7 @@ class CounterMixin(CountedBase):
         else:
             for name in write.known:  # as PynamoDB's update() loads what it returns: defaults applied
                 setattr(self, name, getattr(stored.view, name))
-            remember(self, stored.item)
+            remember_stored(self, stored.item)
         return result
 
     def _update_stored(self, actions: List[Action], condition: Optional[Condition], args: Tuple[Any, ...],
@@ -327,7 +327,7 @@ class CounterMixin(CountedBase):
         instance = super().from_raw_data(data)  # type: ignore[misc]
         model = type(instance)
         if model_spec(model).counted:
-            remember(instance, data)
+            remember_stored(instance, data)
         return instance
 
     def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
@@ -336,7 +336,7 @@ class CounterMixin(CountedBase):
         super().deserialize(attribute_values)  # type: ignore[misc]
         model = type(self)
         if model_spec(model).counted:
-            remember(self, attribute_values)
+            remember_stored(self, attribute_values)
 
     @classmethod
     def _counter_totals(cls, counter: CounterField, parents: Iterable[Any], consistent_read: bool,

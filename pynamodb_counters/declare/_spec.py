@@ -50,7 +50,7 @@ class ModelSpec:
 
     :ivar counters: its :class:`~pynamodb_counters.CounterField` attributes by Python name.
     :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
-    :ivar fragile: the attributes whose value on an instance may load otherwise once stored (those with a
+    :ivar loads_otherwise: the attributes whose value on an instance may load otherwise once stored (those with a
       ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
     :ivar shards: how many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none
       is sharded).
@@ -70,7 +70,7 @@ class ModelSpec:
 
     counters: Dict[str, CounterField]
     relations: Tuple[Relation, ...]
-    fragile: Tuple[str, ...] = ()
+    loads_otherwise: Tuple[str, ...] = ()
     shards: int = 1
     keys: Tuple[Attribute[Any], ...] = ()
     discriminator: Any = None  # a DiscriminatorAttribute, typed Any: a descriptor's annotation types its value
@@ -185,14 +185,14 @@ def _build(model: Any) -> ModelSpec:
         unknown = relation.reads - set(attributes)
         if unknown:
             raise ConfigurationError(f"{relation}: reads={sorted(unknown)} are not attributes of {model.__name__}")
-    fragile = tuple(name for name, attribute in attributes.items()
+    loads_otherwise = tuple(name for name, attribute in attributes.items()
                     if attribute.default is not None or attribute.attr_type in _SET_TYPES)
     shards = max((counter.shards for counter in counters.values()), default=1)
     keys = tuple(key_attributes(model)) if model._hash_keyname is not None else ()  # PynamoDB allows a keyless one
     key_names = tuple(name for name in (model._hash_keyname, model._range_keyname) if name)
     string_keys = bool(keys) and all(type(attribute) is UnicodeAttribute for attribute in keys)
-    return ModelSpec(counters, tuple(relations), fragile, shards, keys, discriminator_of(model), key_names=key_names,
-                     string_keys=string_keys)
+    return ModelSpec(counters, tuple(relations), loads_otherwise, shards, keys, discriminator_of(model),
+                     key_names=key_names, string_keys=string_keys)
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:

@@ -72,7 +72,7 @@ from ._conditions import created_parent_condition, parent_condition, pending_fol
 from ._deltas import Decision, Deltas
 from ._items import count_of, stored_number
 from ._skipping import counting_skipped
-from ._stored import Stored, deciding, read_by
+from ._stored import Stored, deciding_attributes, read_by
 from ._writes import Write, WriteKind, parent_save_actions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -256,7 +256,7 @@ class ChildAction(Action):
         decided_by = self.decision.decided_by
         if decided_by is None:  # a plan made without deciding: what would decide them now
             states = [basis.view, self.instance] + ([self.decision.after.view] if self.decision.after else [])
-            decided_by = deciding(self.model, read_by(self.write.spec.counting, states))
+            decided_by = deciding_attributes(self.model, read_by(self.write.spec.counting, states))
         same = basis.unchanged(decided_by)
         if same is not None:
             stored &= same

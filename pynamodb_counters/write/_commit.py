@@ -62,7 +62,7 @@ from ._recoveries import (
     standing_refused,
 )
 from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
-from ._stored import Stored, forget, remember
+from ._stored import Stored, forget_stored, remember_stored
 from ._writes import Write, WriteKind
 
 __all__ = ["Committed", "Rejected", "UnitOfWork", "commit", "commit_in_part", "policy_for"]
@@ -300,9 +300,9 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
             gone += action.counted.gone
             stored = action.stored_after(next(iter(item.values())))
             if stored is None:
-                forget(instance)
+                forget_stored(instance)
             else:
-                remember(instance, stored)
+                remember_stored(instance, stored)
     result = WriteResult(
         token=plan.token,
         changes=changes,

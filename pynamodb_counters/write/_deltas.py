@@ -48,7 +48,7 @@ from ..declare._relations import (
 )
 from ..declare._shards import choose_shard
 from ..exceptions import ChildValueError, ParentKeyError
-from ._stored import Recorder, Stored, as_loaded, deciding, stored_of
+from ._stored import Recorder, Stored, as_loaded, deciding_attributes, stored_of
 from ._writes import Write, WriteKind, bypass_of, model_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -333,7 +333,7 @@ def decide(write: Write, counting: CountedFrom) -> Decision:
     try:
         found = deltas(relations, before, after, counting.gone, read)
     finally:
-        decided_by = deciding(write.model, read)
+        decided_by = deciding_attributes(write.model, read)
         for name in sorted(write.unknown.intersection(decided_by)):
             raise bypass_of(write.model, name)  # keys are refused before
     return Decision(counting, basis, updated, after, found, decided_by)

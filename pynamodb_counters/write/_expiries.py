@@ -17,7 +17,7 @@ from ..declare._spec import spec_of
 from ..exceptions import ConditionFailedError, CounterError, DuplicateChildError
 from ._actions import CHECK_FAILED, Cancellation, ChildAction
 from ._deltas import Decision
-from ._stored import remember
+from ._stored import remember_stored
 from ._writes import Write, WriteKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +29,7 @@ __all__ = ["ExpiryMarker", "expiry_write"]
 def expiry_write(instance: Model, item: Dict[str, Any], event: str) -> Write:
     """The write that takes off the counts of ``instance``, loaded from ``item`` (the stream record's old image),
     deleted by TTL, as stream record ``event`` says."""
-    remember(instance, item)  # what it is counted from
+    remember_stored(instance, item)  # what it is counted from
     return Write(WriteKind.EXPIRY, type(instance), spec_of(type(instance)), key_of(instance), instance, event=event)
 
 

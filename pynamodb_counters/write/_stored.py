@@ -1,8 +1,8 @@
 """
 A counted child as DynamoDB stores it: :class:`Stored`, the raw item, and PynamoDB's loaded view of it (defaults
 applied, NULL and absent attributes read as their default or ``None``), the one view every count is decided
-from, as an audit recounts it. No I/O; the one state it
-writes is what each instance remembers being stored as (:func:`remember`, :func:`forget`), on the instance.
+from, as an audit recounts it. No I/O; the one state it writes is what each instance remembers being stored as
+(:func:`remember_stored`, :func:`forget_stored`), on the instance.
 
 A write is conditioned on the raw item (an attribute absent stays absent, a NULL stays NULL) and counted from
 the view: so a stored child whose item lacks an attribute added to the model later, or holds it as NULL, is
@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
     from pynamodb.models import Model
 
-__all__ = ["Recorder", "Stored", "as_loaded", "deciding", "forget", "known_values", "read_by", "remember",
-           "remembered", "stored_of"]
+__all__ = ["Recorder", "Stored", "as_loaded", "deciding_attributes", "forget_stored", "known_values", "read_by",
+           "remember_stored", "stored_as", "stored_of"]
 
 _MEMORY = "_pynamodb_counters_stored"  # on a counted instance: the raw item it was loaded from, or last written as
 
@@ -116,17 +116,17 @@ def as_loaded(instance: Model, spec: Optional[ModelSpec] = None) -> Model:
 
     :param spec: its model's spec, when looked up already.
     """
-    fragile = (spec or spec_of(type(instance))).fragile
-    if fragile:
+    loads_otherwise = (spec or spec_of(type(instance))).loads_otherwise
+    if loads_otherwise:
         values = instance.attribute_values
-        for name in fragile:
+        for name in loads_otherwise:
             value = values.get(name)
             if value is None or (isinstance(value, (set, frozenset)) and not value):
                 return type(instance).from_raw_data(instance.serialize(null_check=False))
     return instance
 
 
-def deciding(model: Type[Model], read: Iterable[str]) -> Tuple[str, ...]:
+def deciding_attributes(model: Type[Model], read: Iterable[str]) -> Tuple[str, ...]:
     """The non-key attributes of ``model`` among the names ``read`` of a child of it (by its relations'
     functions, or declared with ``reads=``), in order: what decides its parents, and what a counted edit, update
     or delete is conditioned on."""
@@ -217,17 +217,17 @@ def _followed(model: type, name: str) -> Any:
     return found
 
 
-def remember(instance: Any, item: Dict[str, Any]) -> None:
+def remember_stored(instance: Any, item: Dict[str, Any]) -> None:
     """Record that ``instance`` is stored as ``item`` (a raw DynamoDB item)."""
     instance.__dict__[_MEMORY] = item
 
 
-def forget(instance: Any) -> None:
+def forget_stored(instance: Any) -> None:
     """Record that ``instance`` is not stored any more (deleted)."""
     instance.__dict__.pop(_MEMORY, None)
 
 
-def remembered(instance: Any) -> Optional[Dict[str, Any]]:
+def stored_as(instance: Any) -> Optional[Dict[str, Any]]:
     """The raw item a counted instance (a child or a parent) was loaded from, or last written as; ``None`` for
     one never loaded or written (or deleted since). The one record of "as loaded": an edit counts from it, and a
     counter that differs from it was set by hand."""
@@ -238,7 +238,7 @@ def remembered(instance: Any) -> Optional[Dict[str, Any]]:
 def stored_of(instance: Model, key: Optional[Tuple[Any, ...]] = None) -> Optional[Stored]:
     """The stored child ``instance`` was loaded from (or last saved as); ``None`` for an instance that was never
     loaded or saved, or whose key (``key``, when known already) was changed since."""
-    item = remembered(instance)
+    item = stored_as(instance)
     if item is None:
         return None
     stored = Stored(type(instance), item)

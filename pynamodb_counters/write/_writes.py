@@ -25,7 +25,7 @@ from ..declare._relations import UNREGISTERED
 from ..declare._spec import ModelSpec, spec_of
 from ..exceptions import CountingBypassError, InvalidArgumentError
 from ._skipping import SKIPPING, counting_skipped
-from ._stored import known_values, read_by, remembered
+from ._stored import known_values, read_by, stored_as
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -289,7 +289,7 @@ def check_counters_unchanged(instance: Any, counters: Optional[Dict[str, Any]] =
         counters = model_spec(type(instance)).counters
     if not counters:
         return
-    item = remembered(instance) or {}  # what it was loaded as (or last written as); nothing for a new instance
+    item = stored_as(instance) or {}  # what it was loaded as (or last written as); nothing for a new instance
     for name, counter in counters.items():
         value = instance.attribute_values.get(name)
         raw = item.get(counter.attr_name) or {}

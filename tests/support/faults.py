@@ -534,7 +534,7 @@ class FaultProxy:
             self.injected[fault.name] = self.injected.get(fault.name, 0) + 1
 
     def _track(self, conn: socket.socket, is_open: bool) -> None:
-        """Remember or forget an open client connection."""
+        """Remember or forget_stored an open client connection."""
         with self._lock:
             if is_open:
                 self._connections.add(conn)
