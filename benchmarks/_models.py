@@ -17,9 +17,9 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAtt
 from pynamodb.models import Model
 
 from pynamodb_counters import CounterField, CounterMixin, counted_by
-from pynamodb_counters.declare._base import FEEDERS as _FEEDERS
-from pynamodb_counters.declare._base import SEQUENCE as _SEQUENCE
-from pynamodb_counters.declare._base import WRITE_ID
+from pynamodb_counters.declare._stored_names import FEEDERS as _FEEDERS
+from pynamodb_counters.declare._stored_names import SEQUENCE as _SEQUENCE
+from pynamodb_counters.declare._stored_names import WRITE_ID
 
 REGION = "us-east-1"
 NOWHERE = "http://127.0.0.1:9"  # the discard port: replaced before any request

@@ -13,7 +13,7 @@ from ._costs import item_bytes, read_units, write_units
 from ._write_results import CounterChange, WriteResult
 from .bulk import BulkOperation, BulkResult, ChildOutcome, ChildStatus, bulk_delete, bulk_save, bulk_write
 from .declare._attributes import CounterField
-from .declare._base import MAX_SHARDS
+from .declare._counted import MAX_SHARDS
 from .declare._relations import Relation, counted_by
 from .declare._shards import not_a_shard
 from .feeders import migrate_feeders

@@ -25,10 +25,11 @@ from pynamodb.exceptions import UpdateError
 
 from ._keys import ParentKey, key_attributes, serialize_key
 from .declare._attributes import CounterField
-from .declare._base import FEEDER_SEPARATOR, FEEDERS, SHARD_COUNT, feeder_id
+from .declare._feeder_ids import feeder_id
 from .declare._relations import Relation
 from .declare._shards import shard_key
 from .declare._spec import feeders_of, shard_count
+from .declare._stored_names import FEEDER_SEPARATOR, FEEDERS, SHARD_COUNT
 from .exceptions import InvalidArgumentError, TransactionError
 from .reconcile import check_scannable
 from .reconcile._audit_rules import loaded_feeders

@@ -13,9 +13,10 @@ from pynamodb.exceptions import DeleteError, PynamoDBException, UpdateError
 
 from ._keys import ParentKey, key_attributes, key_of, serialize_key
 from ._write_results import WriteResult
-from .declare._base import SHARD_COUNT, CountedBase
+from .declare._counted import CountedBase
 from .declare._relations import Relation, check_model
 from .declare._shards import is_shard_item, not_a_shard, shard_item_message
+from .declare._stored_names import SHARD_COUNT
 from .exceptions import (
     ConditionFailedError,
     CountedWriteError,

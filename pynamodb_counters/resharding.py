@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 
 from ._keys import ParentKey
 from .declare._attributes import CounterField
-from .declare._base import MAX_SHARDS
+from .declare._counted import MAX_SHARDS
 from .declare._shards import check_shardable
 from .declare._spec import feeders_of
 from .exceptions import InvalidArgumentError

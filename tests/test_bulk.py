@@ -19,8 +19,8 @@ from pynamodb_counters import (
     signals,
     skip_counting,
 )
-from pynamodb_counters.declare._base import SHARD
 from pynamodb_counters.declare._shards import choose_shard
+from pynamodb_counters.declare._stored_names import SHARD
 from pynamodb_counters.exceptions import (
     BulkWriteError,
     CountingBypassError,

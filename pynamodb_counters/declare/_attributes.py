@@ -12,7 +12,7 @@ from pynamodb.constants import NUMBER
 
 from .._keys import key_of
 from ..exceptions import ConfigurationError, CorruptCounterError
-from ._base import MAX_SHARDS, forget_specs, require_mixin
+from ._counted import MAX_SHARDS, forget_specs, require_mixin
 
 __all__ = ["CounterField"]
 

@@ -21,7 +21,7 @@ from pynamodb.attributes import Attribute, TTLAttribute
 from pynamodb.constants import NUMBER, STRING
 
 from ..exceptions import ConfigurationError
-from ._base import MARKER
+from ._stored_names import MARKER
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model

@@ -56,18 +56,11 @@ from .._keys import ParentKey, holds
 from .._write_results import CounterChange
 from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
 from ._attributes import CounterField
-from ._base import (
-    STORED_NAMES,
-    check_feeder_id,
-    counted_classes,
-    feeder_entry,
-    forget_specs,
-    note_declared,
-    require_mixin,
-    same_class,
-)
+from ._counted import counted_classes, forget_specs, note_declared, require_mixin, same_class
 from ._expiry_rules import check_expiries, check_inherited_expiries
+from ._feeder_ids import check_feeder_id, feeder_entry
 from ._shards import check_shardable, choose_shard
+from ._stored_names import STORED_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -153,7 +146,7 @@ class Relation:
 
     def register(self, owner: Type[Any], name: str, in_body: bool = False) -> None:
         """Register the relation as ``owner.name``: from its class body (``in_body``), or at first use when it was
-        assigned after it (see ``_spec``). Every spec built before is dropped (``_base.forget_specs``).
+        assigned after it (see ``_spec``). Every spec built before is dropped (``_counted.forget_specs``).
 
         :raises ConfigurationError: the declaration cannot work or would miscount. Nothing is registered: from a
           class body, none of the class's relations (the class is not made).
@@ -564,7 +557,7 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
 
 def check_model(owner: Type[Any], kind: Type[Any]) -> None:
     """Refuse ``owner``, a counted class, where it would miscount: an attribute of it, its own or inherited, stored
-    under a name the library stores on items itself (``_base.STORED_NAMES``, whatever its Python name), or a
+    under a name the library stores on items itself (``_stored_names.STORED_NAMES``, whatever its Python name), or a
     relation (an instance of ``kind``) it inherits that does not say how the expiries of its items are counted.
     Checked as the class is made (``CounterMixin.__init_subclass__``), and before the first relation of its body
     registers (:func:`check_declaration`), so a class refused registers none. Its attributes are read from its

@@ -29,7 +29,7 @@ from pynamodb.constants import STRING
 
 from .._keys import key_attributes, key_of, serialize_key
 from ..exceptions import ConfigurationError
-from ._base import SHARD
+from ._stored_names import SHARD
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.attributes import Attribute

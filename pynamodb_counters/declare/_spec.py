@@ -25,18 +25,10 @@ from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
 from .._keys import discriminator_of, key_attributes
 from ..exceptions import ConfigurationError
 from ._attributes import CounterField
-from ._base import (
-    FEEDER_SEPARATOR,
-    SPEC_HELD,
-    CountedBase,
-    counted_classes,
-    declared,
-    feeder_clash,
-    feeder_id,
-    legacy_feeder_id,
-    same_class,
-)
+from ._counted import SPEC_HELD, CountedBase, counted_classes, declared, same_class
+from ._feeder_ids import feeder_clash, feeder_id, legacy_feeder_id
 from ._relations import REGISTERING, UNREGISTERED, Relation, made
+from ._stored_names import FEEDER_SEPARATOR
 
 __all__ = ["ModelSpec", "RelationSpec", "all_relations", "check_feeder_ids", "compile_relation", "counters_of",
            "feeders_of", "foreign_feeders", "relations_of", "shard_count", "spec_of"]

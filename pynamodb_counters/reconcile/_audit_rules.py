@@ -14,7 +14,7 @@ from pynamodb.expressions.condition import Condition
 
 from .._keys import ParentKey, as_returned, discriminator_of, key_attributes
 from ..declare._attributes import CounterField
-from ..declare._base import feeder_id, legacy_feeder_id
+from ..declare._feeder_ids import feeder_id, legacy_feeder_id
 from ..declare._relations import Relation
 from ..declare._spec import check_feeder_ids, feeders_of
 from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
@@ -61,7 +61,7 @@ def audited(target: Any) -> Tuple[CounterField, Tuple[Relation, ...]]:
 
 def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
     """The feeder ids an audit of ``counter`` recognises, each with the loaded relation it names: every loaded
-    relation's :func:`~pynamodb_counters.declare._base.feeder_id`, and its legacy ``module:Class.relation`` id
+    relation's :func:`~pynamodb_counters.declare._counted.feeder_id`, and its legacy ``module:Class.relation`` id
     (recorded by earlier releases).
 
     :raises ConfigurationError: two loaded relations feeding ``counter`` that count different items share an id

@@ -20,9 +20,9 @@ from pynamodb.exceptions import UpdateError
 from .._costs import read_units
 from .._keys import ParentKey, key_attributes, serialize_key
 from ..declare._attributes import CounterField
-from ..declare._base import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
 from ..declare._relations import Relation
 from ..declare._spec import shard_count
+from ..declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
 from ..exceptions import TransactionError
 from ..signals import counter_repaired, send_safely
 from ..write._conditions import parent_condition, sequence_is

@@ -34,10 +34,10 @@ from pynamodb.expressions.operand import Path
 
 from .._keys import ItemId, as_returned, discriminator_of, item_id
 from .._write_results import CounterChange
-from ..declare._base import WRITE_ID
 from ..declare._expiry_rules import MARKER, STREAM, ttl_attribute
 from ..declare._shards import shard_key
 from ..declare._spec import relations_of, spec_of
+from ..declare._stored_names import WRITE_ID
 from ..exceptions import (
     ChildValueError,
     ConfigurationError,

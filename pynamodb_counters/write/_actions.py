@@ -35,18 +35,7 @@ from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
 
 from .._keys import ItemId, item_id, key_request, version_condition
-from ..declare._base import (
-    EDIT_ID,
-    EDITED_BY,
-    FEEDERS,
-    SEQUENCE,
-    SHARD,
-    SHARD_COUNT,
-    SPEC_HELD,
-    WRITE_ID,
-    CountedBase,
-    counted_classes,
-)
+from ..declare._counted import SPEC_HELD, CountedBase, counted_classes
 from ..declare._shards import (
     foreign_shard_message,
     is_shard_item,
@@ -56,6 +45,7 @@ from ..declare._shards import (
     shard_or_absent,
 )
 from ..declare._spec import ModelSpec, foreign_feeders, shard_count, spec_of
+from ..declare._stored_names import EDIT_ID, EDITED_BY, FEEDERS, SEQUENCE, SHARD, SHARD_COUNT, WRITE_ID
 from ..exceptions import (
     ConditionFailedError,
     CounterError,

@@ -11,9 +11,9 @@ from pynamodb.expressions.condition import Condition
 
 from .._keys import discriminator_of, key_attributes, key_request
 from ..declare._attributes import CounterField
-from ..declare._base import SEQUENCE, SHARD, SHARD_COUNT
 from ..declare._shards import shard_key
 from ..declare._spec import shard_count
+from ..declare._stored_names import SEQUENCE, SHARD, SHARD_COUNT
 from ..exceptions import InvalidTransactionError
 from ._items import count_of
 

@@ -11,9 +11,9 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from .._keys import ItemId, key_of
-from ..declare._base import WRITE_ID
 from ..declare._expiry_rules import MARKER, MARKER_LIFETIME, marker_key, ttl_attribute
 from ..declare._spec import spec_of
+from ..declare._stored_names import WRITE_ID
 from ..exceptions import ConditionFailedError, CounterError, DuplicateChildError
 from ._actions import CHECK_FAILED, Cancellation, ChildAction
 from ._deltas import Decision

@@ -18,10 +18,10 @@ from pynamodb.constants import BINARY, KEYS, RESPONSES, UNPROCESSED_KEYS
 from pynamodb.expressions.operand import Path
 
 from .._keys import ParentKey, key_attributes, key_of, serialize_key
-from ..declare._base import MARKER, SHARD_COUNT
 from ..declare._relations import normalize_key
 from ..declare._shards import is_shard_item, not_a_shard, shard_key
 from ..declare._spec import shard_count
+from ..declare._stored_names import MARKER, SHARD_COUNT
 from ..exceptions import MissingChildError, TransactionError
 from ..signals import missing_rejected, send_safely
 from ._items import ShardItems, count_of, whole_count

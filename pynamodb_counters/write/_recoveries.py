@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set
 from pynamodb.exceptions import PynamoDBException
 
 from .._costs import ITEM_LIMIT_BYTES, item_bytes
-from ..declare._base import EDIT_ID, SHARD_COUNT, WRITE_ID
+from ..declare._stored_names import EDIT_ID, SHARD_COUNT, WRITE_ID
 from ..exceptions import (
     ConditionFailedError,
     CounterError,

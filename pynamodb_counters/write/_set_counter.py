@@ -12,8 +12,8 @@ from pynamodb.exceptions import UpdateError
 
 from .._keys import ParentKey, serialize_key
 from ..declare._attributes import CounterField
-from ..declare._base import SEQUENCE, SHARD
 from ..declare._relations import normalize_key
+from ..declare._stored_names import SEQUENCE, SHARD
 from ..exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 from ._conditions import parent_condition, sequence_unchanged, shard_request, shard_unchanged
 from ._fetches import read_shards

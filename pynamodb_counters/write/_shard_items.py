@@ -11,9 +11,9 @@ import uuid
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Type
 
 from .._keys import ParentKey
-from ..declare._base import SEQUENCE, SHARD_COUNT
 from ..declare._shards import foreign_shard, foreign_shard_message
 from ..declare._spec import counters_of
+from ..declare._stored_names import SEQUENCE, SHARD_COUNT
 from ..exceptions import ConditionFailedError, TransactionError
 from ._actions import ShardItem
 from ._conditions import parent_condition, shard_request, shard_unchanged

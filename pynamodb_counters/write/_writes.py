@@ -20,7 +20,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
 from .._keys import key_of
-from ..declare._base import SPEC_HELD
+from ..declare._counted import SPEC_HELD
 from ..declare._relations import UNREGISTERED
 from ..declare._spec import ModelSpec, spec_of
 from ..exceptions import CountingBypassError, InvalidArgumentError

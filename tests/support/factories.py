@@ -8,7 +8,7 @@ import functools
 from typing import Any, Dict, Iterator, List, Tuple
 
 from pynamodb_counters import skip_counting
-from pynamodb_counters.declare._base import forget_specs
+from pynamodb_counters.declare._counted import forget_specs
 from tests.support.models import TABLE_MODELS, Bookmark, Like, Post, User, Video, View
 
 #: the post most tests like

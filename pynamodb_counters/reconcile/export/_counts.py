@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, O
 
 from ..._keys import ParentKey, as_returned, key_attributes
 from ...declare._attributes import CounterField
-from ...declare._base import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD
 from ...declare._relations import Relation
+from ...declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD
 from ...exceptions import ExportError
 from ...write._items import StoredNumber, stored_number
 from .._audit_rules import (
