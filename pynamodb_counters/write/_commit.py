@@ -5,7 +5,7 @@ The commit: the one path by which every counted write reaches DynamoDB, for ``sa
 It is a unit of work (:class:`UnitOfWork`): the writes are the caller's, frozen; what each counted write is counted from
 (its stored child, the rollups found gone), which writes are left out, the token and the attempts are the
 commit's own, kept here and never on the writes. The unit of work is their one owner: it alone assigns them,
-deciding returns a frozen ``_deltas.Decision`` and a recovery returns the next ``_recoveries.Attempt``. Its loop:
+deciding returns a frozen ``_deltas.Decision`` and a recovery returns the next ``_deltas.Attempt``. Its loop:
 
 1. read what a write needs and does not know (the stored child of a key-only delete or of an update of an
    instance never loaded: one strongly consistent GetItem), and take it as what the write is counted from;
@@ -46,12 +46,11 @@ from ..signals import (
     send_safely,
 )
 from ._actions import Action, ChildAction, ChildEdit
-from ._deltas import counted_from, decide, names_parents
+from ._deltas import Attempt, counted_from, decide, names_parents
 from ._fetches import stored_child
 from ._plan import Plan, plan
 from ._recoveries import (
     RECOVERIES,
-    Attempt,
     Recovery,
     RefusedAttempt,
     explain,

@@ -4,8 +4,9 @@ What a counted child's write changes: :func:`deltas`, the one function that deci
 for one write (:class:`CountedFrom`: what the write is counted from in an attempt) and returns what it decided
 (:class:`Decision`). No I/O, but not pure: :func:`deltas` runs the user's functions (each relation's key,
 ``when=`` and ``amount=``), once per state, from the relations as compiled (``declare._spec.RelationSpec``), and
-records what they read where a condition needs it. Nothing is written: both records are frozen, and only the
-commit's unit of work (``_commit.UnitOfWork``) replaces a write's :class:`CountedFrom` between attempts.
+records what they read where a condition needs it. Nothing is written: the records are frozen. What each write
+of a transaction is counted from in an attempt (:class:`Attempt`) is the commit's unit of work's
+(``_commit.UnitOfWork``): it alone replaces it between attempts, with what a recovery returns.
 
 It compares, relation by relation, the stored child as PynamoDB loads it (``before``: ``None`` for a new child)
 with the child as PynamoDB will load it once written (``after``: ``None`` for a delete):
@@ -47,7 +48,7 @@ from ..declare._relations import (
     when_refused,
 )
 from ..declare._shards import choose_shard
-from ..exceptions import ChildValueError, ParentKeyError
+from ..exceptions import ChildValueError, CounterError, ParentKeyError
 from ._stored import Recorder, Stored, as_loaded, deciding_attributes, stored_of
 from ._writes import Write, WriteKind, bypass_of, model_spec
 
@@ -56,8 +57,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..declare._spec import RelationSpec
 
-__all__ = ["NONE", "CountedFrom", "Decision", "Deltas", "counted_from", "decide", "deltas", "feeder_entry_of",
-           "names_parents", "parent_defaults"]
+__all__ = ["NONE", "Attempt", "CountedFrom", "Decision", "Deltas", "counted_from", "decide", "deltas",
+           "feeder_entry_of", "names_parents", "parent_defaults"]
 
 Counted = Tuple["RelationSpec", CounterChange]
 """One counter change with the relation that makes it."""
@@ -282,6 +283,36 @@ class Decision:
     def gone(self) -> FrozenSet[Parent]:
         """The rollups found gone that it leaves out (its counting's)."""
         return self.counting.gone
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What an attempt of a commit counts from: the state of the commit's unit of work (``_commit.UnitOfWork``), frozen,
+    replaced whole by what the recoveries return.
+
+    :ivar countings: what each write is counted from (``None`` for one that counts nothing), by its position.
+    :ivar left_out: the writes left out (not sent again), by position, each with the error that left it out.
+    """
+
+    countings: Tuple[Optional[CountedFrom], ...]
+    left_out: Tuple[Tuple[int, CounterError], ...] = ()
+
+    @property
+    def out(self) -> FrozenSet[int]:
+        """The positions of the writes left out."""
+        return frozenset(position for position, _ in self.left_out)
+
+    def learned(self, changes: Dict[int, Dict[str, Any]]) -> Optional[Attempt]:
+        """This attempt with the countings at the positions in ``changes`` replaced (each with its fields changed
+        as given); ``None`` when there is nothing to change: a recovery that learned nothing does not apply."""
+        if not changes:
+            return None
+        countings = list(self.countings)
+        for position, fields in changes.items():
+            counting = countings[position]
+            assert counting is not None
+            countings[position] = replace(counting, **fields)
+        return replace(self, countings=tuple(countings))
 
 
 def counted_from(write: Write) -> Optional[CountedFrom]:

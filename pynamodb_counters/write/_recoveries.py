@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Set, Tuple
 
 from pynamodb.exceptions import PynamoDBException
 
@@ -65,7 +65,7 @@ from ._actions import (
     ParentUpdate,
     RollupCheck,
 )
-from ._deltas import CountedFrom, Decision, Parent
+from ._deltas import Attempt, Decision, Parent
 from ._fetches import read_shards
 from ._plan import Plan
 from ._send import RETRYABLE_REASONS, Sent
@@ -73,7 +73,7 @@ from ._shard_items import create_shards
 from ._stored import Stored
 from ._writes import WriteKind
 
-__all__ = ["Attempt", "BULK_RECOVERIES", "DeletedMeanwhile", "EXPIRY_RECOVERIES", "ExpiredParentsGone",
+__all__ = ["BULK_RECOVERIES", "DeletedMeanwhile", "EXPIRY_RECOVERIES", "ExpiredParentsGone",
            "MissingShards", "RECOVERIES", "Recovery", "RefusedAttempt", "RefusedLeftOut", "Refusal", "RollupsGone",
            "RollupsReturned", "RoomMadeMeanwhile", "StaleBasis", "TakenOffAlready", "explain", "most_fundamental",
            "next_token", "proven", "refusal_of", "standing_errors", "standing_refused"]
@@ -193,36 +193,6 @@ def explain(plan: Plan, error: TransactionError) -> TransactionError:
         f"{whole - own_bytes} bytes the library stores with it (its write id {WRITE_ID!r}, which recognises a "
         f"retried write){verdict}. DynamoDB allows {ITEM_LIMIT_BYTES} bytes per item, attribute names included: keep "
         f"counted items {whole - own_bytes} bytes further under it. Nothing was written ({error})", error.cause)
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """What an attempt of a commit counts from: the state of the commit's unit of work (``_commit.UnitOfWork``), frozen,
-    replaced whole by what the recoveries return.
-
-    :ivar countings: what each write is counted from (``None`` for one that counts nothing), by its position.
-    :ivar left_out: the writes left out (not sent again), by position, each with the error that left it out.
-    """
-
-    countings: Tuple[Optional[CountedFrom], ...]
-    left_out: Tuple[Tuple[int, CounterError], ...] = ()
-
-    @property
-    def out(self) -> FrozenSet[int]:
-        """The positions of the writes left out."""
-        return frozenset(position for position, _ in self.left_out)
-
-    def learned(self, changes: Dict[int, Dict[str, Any]]) -> Optional[Attempt]:
-        """This attempt with the countings at the positions in ``changes`` replaced (each with its fields changed
-        as given); ``None`` when there is nothing to change: a recovery that learned nothing does not apply."""
-        if not changes:
-            return None
-        countings = list(self.countings)
-        for position, fields in changes.items():
-            counting = countings[position]
-            assert counting is not None
-            countings[position] = replace(counting, **fields)
-        return replace(self, countings=tuple(countings))
 
 
 @dataclass(frozen=True)
