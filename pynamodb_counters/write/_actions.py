@@ -20,6 +20,10 @@ again, it must still be absent. A sharded counter's delta goes to a shard item, 
 Update adds 1 to the counted-write sequence and records the relations that fed it (``_cfeed``). Each shape of it
 is built once through PynamoDB and copied with the next key (:func:`parent_request`).
 
+A new child's Put is built so too, once per model and table through PynamoDB, and then made with the next
+child's own serialized item (:func:`put_request`), unless a caller's condition or a version set puts values in
+its condition.
+
 Besides a counted child's and its parents' Updates: a sharded parent's :class:`ShardItem`, the
 :class:`RollupCheck` that a rollup found gone is still absent, and the caller's own writes that count nothing
 (:class:`Passthrough`).
@@ -266,7 +270,8 @@ class ChildAction(Action):
 
 class ChildPut(ChildAction):
     """A new child's Put: create-only (``attribute_not_exists``), carrying the write id (``_cwid``) that
-    recognises its own commit, and the shard count when its shard items are created with it."""
+    recognises its own commit, and the shard count when its shard items are created with it: PynamoDB's Put
+    (:func:`put_request`) with those two attributes added."""
 
     verb = "Put"
 
