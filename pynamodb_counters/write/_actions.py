@@ -20,6 +20,10 @@ again, it must still be absent. A sharded counter's delta goes to a shard item, 
 Update adds 1 to the counted-write sequence and records the relations that fed it (``_cfeed``). Each shape of it
 is built once through PynamoDB and copied with the next key (:func:`parent_request`).
 
+A new child's Put is built so too, once per model and table through PynamoDB, and then made with the next
+child's own serialized item (:func:`put_request`), unless a caller's condition or a version set puts values in
+its condition.
+
 Besides a counted child's and its parents' Updates: a sharded parent's :class:`ShardItem`, the
 :class:`RollupCheck` that a rollup found gone is still absent, and the caller's own writes that count nothing
 (:class:`Passthrough`).
@@ -73,9 +77,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..declare._spec import RelationSpec
 
 __all__ = ["Action", "CHECK_FAILED", "Cancellation", "ChildAction", "ChildDelete", "ChildEdit", "ChildPut",
-           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "item_of", "keyed_request",
-           "parent_request",
-           "pending_fold_refusal", "pynamodb_view", "shard_items", "stale_shapes"]
+           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "is_put_shape", "item_of",
+           "keyed_request", "parent_request", "pending_fold_refusal", "put_request", "pynamodb_view", "shard_items",
+           "stale_shapes"]
 
 KEY_LIMITS = ((2048, "partition (hash) key"), (1024, "sort (range) key"))
 """DynamoDB's limits on a key's values, in bytes, with their names."""
@@ -256,15 +260,13 @@ class ChildAction(Action):
 
 class ChildPut(ChildAction):
     """A new child's Put: create-only (``attribute_not_exists``), carrying the write id (``_cwid``) that
-    recognises its own commit, and the shard count when its shard items are created with it."""
+    recognises its own commit, and the shard count when its shard items are created with it: PynamoDB's Put
+    (:func:`put_request`) with those two attributes added."""
 
     verb = "Put"
 
     def request(self, token: str) -> Dict[str, Any]:
-        absent: Condition = self.write.spec.keys[0].does_not_exist()
-        given = self.write.condition
-        request: Dict[str, Any] = pynamodb_view(self.instance).get_save_kwargs_from_instance(
-            condition=absent if given is None else absent & given, return_values_on_condition_failure=ALL_OLD)
+        request = put_request(self.instance, self.write.spec, self.write.condition)
         shards = self.write.spec.shards
         if self.write.with_shards and shards > 1:  # created in this same transaction
             request["Item"][SHARD_COUNT.attr_name] = {"N": str(shards)}
@@ -352,6 +354,108 @@ class ChildDelete(ChildAction):
                 f"the condition on deleting {self.label} was not met", said.error, **self.about(said))
         return MissingChildError(f"{self.label} does not exist; no counter was decremented", said.error,
                                  **self.about(said))
+
+
+class _PutShape:
+    """A new child's Put as PynamoDB built it once for its model and table, but for its item (held in
+    :attr:`ModelSpec.requests` under ``(_PutShape, model, table name)``): what the next child's item is made
+    with, as ``Model._get_save_args`` and ``Connection.get_operation_kwargs`` make it.
+
+    :ivar rest: the request but for its item (table, condition, its names, ``ALL_OLD``).
+    :ivar keys: the model's key attributes' names and types, then the table's names and types for them.
+    :ivar version: the version attribute's name and its first value serialized, or ``None``.
+    :ivar built_for: the child it was built for (:func:`stale_shapes` builds it again).
+    """
+
+    __slots__ = ("rest", "keys", "version", "built_for")
+
+    def __init__(self, request: Dict[str, Any], model: Type[Model], instance: Model) -> None:
+        self.rest = {**request, "Item": None}  # the item in its place: the same request, in the same order
+        table = model._get_connection().get_meta_table()
+        hash_key, range_key = model._hash_key_attribute(), model._range_key_attribute()  # type: ignore[no-untyped-call]
+        self.keys = ((hash_key.attr_name, hash_key.attr_type, table.hash_keyname,
+                      table.get_attribute_type(table.hash_keyname)),
+                     None if range_key is None else (range_key.attr_name, range_key.attr_type, table.range_keyname,
+                      None if table.range_keyname is None else table.get_attribute_type(table.range_keyname)))
+        version = model._version_attribute_name
+        self.version = None if version is None else (
+            model.get_attributes()[version].attr_name, request["Item"][model.get_attributes()[version].attr_name])
+        self.built_for = instance
+
+    def request(self, instance: Model) -> Dict[str, Any]:
+        values: Dict[str, Any] = instance.serialize(null_check=True)
+        (hash_name, hash_type, table_hash, table_hash_type), ranged = self.keys
+        item: Dict[str, Any] = {table_hash: {table_hash_type: values.pop(hash_name, {}).get(hash_type)}}
+        if ranged is not None:
+            range_name, range_type, table_range, table_range_type = ranged
+            range_value = values.pop(range_name, {}).get(range_type)
+            if range_value is not None and table_range is not None:
+                item[table_range] = {table_range_type: range_value}
+        if self.version is not None:  # the first version, as save() writes a child whose version is unset
+            name, first = self.version
+            values[name] = dict(first)
+        item.update(values)
+        request = dict(self.rest)
+        request["Item"] = item
+        return request
+
+
+def put_request(instance: Model, spec: ModelSpec, given: Optional[Condition]) -> Dict[str, Any]:
+    """``instance``'s create-only Put (``attribute_not_exists`` on its hash key, ``given`` and, in a versioned
+    model, its version's guard; ``ALL_OLD``): the request PynamoDB's ``get_save_kwargs_from_instance`` builds. It
+    depends on the model, its table and the condition; with no caller's condition and no version set (whose
+    values the condition carries), the first is built through PynamoDB and the next made from it with the child's
+    own serialized item (PynamoDB's ``serialize``: nulls refused, defaults and maps as it writes them)."""
+    shape = _put_shape(instance, given)
+    if shape is not None:
+        found = spec.requests.get(shape)
+        if found is not None:
+            made: Dict[str, Any] = found.request(instance)
+            return made
+    request = _put_built(instance, spec, given)
+    if shape is not None and len(spec.requests) < SHAPES_HELD and _pynamodbs_own(type(instance)):
+        spec.requests[shape] = _PutShape(request, type(instance), instance)
+    return request
+
+
+def _put_shape(instance: Model, given: Optional[Condition]) -> Optional[Tuple[Any, ...]]:
+    """What ``instance``'s Put depends on but its item, or ``None`` where its condition carries values (a
+    caller's condition, a version set)."""
+    model = type(instance)
+    version = model._version_attribute_name
+    if given is not None or (version is not None and getattr(instance, version) is not None):
+        return None
+    return _PutShape, model, model.Meta.table_name  # PynamoDB follows a table name changed at run time
+
+
+def _put_built(instance: Model, spec: ModelSpec, given: Optional[Condition]) -> Dict[str, Any]:
+    absent: Condition = spec.keys[0].does_not_exist()
+    request: Dict[str, Any] = pynamodb_view(instance).get_save_kwargs_from_instance(
+        condition=absent if given is None else absent & given, return_values_on_condition_failure=ALL_OLD)
+    return request
+
+
+def _pynamodbs_own(model: Type[Model]) -> bool:
+    """Whether ``model`` builds its Put with PynamoDB's own steps, which a held shape stands for (a model or a
+    connection that overrides one is built by PynamoDB every time)."""
+    from pynamodb.connection.base import Connection
+    from pynamodb.connection.table import TableConnection
+    from pynamodb.models import Model
+
+    view: Any = super(CountedBase, model) if issubclass(model, CountedBase) else model
+    connection = model._get_connection()
+    return (view.get_save_kwargs_from_instance is Model.get_save_kwargs_from_instance
+            and model._get_save_args is Model._get_save_args
+            and model._handle_version_attribute is Model._handle_version_attribute
+            and type(connection).get_operation_kwargs is TableConnection.get_operation_kwargs
+            and type(connection.connection).get_operation_kwargs is Connection.get_operation_kwargs
+            and type(connection.connection).get_identifier_map is Connection.get_identifier_map
+            and type(connection.connection).get_item_attribute_map is Connection.get_item_attribute_map)
+
+
+def is_put_shape(shape: Any) -> bool:
+    """Whether a key of :attr:`ModelSpec.requests` holds a new child's Put (:func:`put_request`)."""
+    return isinstance(shape, tuple) and bool(shape) and shape[0] is _PutShape
 
 
 def _load(model: Type[Model], item: Dict[str, Any]) -> Any:
@@ -504,7 +608,16 @@ def stale_shapes() -> Iterator[Tuple[Type[Model], Dict[str, Any], Dict[str, Any]
         spec: Optional[ModelSpec] = model.__dict__.get(SPEC_HELD)
         if spec is None:
             continue
-        for shape, (template, update) in list(spec.requests.items()):
+        for shape, held in list(spec.requests.items()):
+            if isinstance(held, _PutShape):  # a child's Put: made from its shape, and built by PynamoDB
+                instance = held.built_for
+                if _put_shape(instance, None) == shape:  # still of that shape (saved, its version is set)
+                    made, fresh = held.request(instance), _put_built(instance, spec, None)
+                    if list(made.items()) != list(fresh.items()) or list(made["Item"].items()) != \
+                            list(fresh["Item"].items()):
+                        yield model, made, fresh
+                continue
+            template, update = held
             if _shape(update, spec) == shape:
                 fresh = _built(update, spec)
                 if fresh != template:
