@@ -54,10 +54,11 @@ class ModelSpec:
       own serialized value.
     :ivar counting: :attr:`relations` compiled, in the same order (set once the spec is held: a relation's parent
       may be the model itself).
-    :ivar requests: a memo kept for this model's items as parents (``_actions.parent_request``): each shape of
-      counter Update built (which deltas, which feeds, which guard), as a request to copy with another key, with
-      the update it was built for. Requests depend on nothing but the declarations and the shape, so they are kept
-      with the declarations.
+    :ivar requests: a memo of the requests built for this model's items: as parents (``_actions.parent_request``),
+      each shape of counter Update built (which deltas, which feeds, which guard), as a request to copy with another
+      key, with the update it was built for; as children (``_actions.put_request``), the create-only Put of a table,
+      to copy with another child's serialized item. Requests depend on nothing but the declarations and the shape,
+      so they are kept with the declarations.
     """
 
     counters: Dict[str, CounterField]
