@@ -79,7 +79,7 @@ class Unverifiable:
 
     :ivar unloaded: the feeder ids the parent records that name no loaded relation (``prefix=REACTION#``, or
       ``app.reactions:Reaction.post`` as earlier releases recorded them); import the modules declaring them (the
-      command's ``--import``), or forget_stored the entries of relations removed from the code
+      command's ``--import``), or forget the entries of relations removed from the code
       (:func:`~pynamodb_counters.migrate_feeders`). Empty when :attr:`cause` says why.
     :ivar cause: why its children cannot be counted, when it is not a feeder that is not loaded; empty otherwise.
     """

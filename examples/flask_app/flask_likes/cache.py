@@ -60,7 +60,7 @@ class CountCache:
                 self._counts[post_id] = count
         return count
 
-    def forget_stored(self, post_id: str) -> None:
+    def forget(self, post_id: str) -> None:
         """Drop the cached count of ``post_id``."""
         with self._lock:
             self._counts.pop(post_id, None)
