@@ -85,15 +85,14 @@ def plan(writes: Sequence[Write], decisions: Sequence[Optional[Decision]], token
     sent = [(index, write, decision) for index, (write, decision) in enumerate(zip(writes, decisions))
             if index not in left_out]
     gathered = _gathered(sent)
+    own = [item_of(write.model, write.spec, write.key) for _, write, _ in sent]  # each write's item, once
     merged: Dict[ItemId, Write] = {}  # a caller's update or check of a parent item counted into joins its Update
-    for _, write, _ in sent:
-        where = item_of(write.model, write.spec, write.key)
+    for (_, write, _), where in zip(sent, own):
         if where in gathered and where not in merged and write.kind in (WriteKind.OTHER_UPDATE, WriteKind.CHECK):
             merged[where] = write
     parents = {where: gathering.update(merged.get(where)) for where, gathering in gathered.items()}
     actions: List[Action] = []
-    for index, write, decision in sent:
-        where = item_of(write.model, write.spec, write.key)
+    for (index, write, decision), where in zip(sent, own):
         update = parents.get(where)
         if update is not None and update.merged is write:
             continue
