@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["EXPIRIES", "IGNORED", "MARKER", "MARKER_LIFETIME", "STREAM", "check_expiries", "check_inherited_expiries",
-           "is_marker", "marker_key", "ttl_attribute"]
+           "marker_key", "ttl_attribute"]
 
 STREAM = "stream"
 """``expiries="stream"``: expiries are taken off by ``count_expiries`` on the table's stream."""
@@ -123,11 +123,6 @@ def marker_key(model: Type[Model], event_id: str) -> Dict[str, Dict[str, str]]:
         attribute = attributes[model._range_keyname]
         key[attribute.attr_name] = {NUMBER: "0"} if attribute.attr_type == NUMBER else {STRING: MARKER}
     return key
-
-
-def is_marker(item: Optional[Dict[str, Any]]) -> bool:
-    """Whether a raw item is an expiry marker, as the library writes it."""
-    return item is not None and MARKER in item
 
 
 def _ttl_name(attributes: Dict[str, Attribute[Any]]) -> Optional[str]:
