@@ -147,6 +147,33 @@ def test_in_process_mode_keeps_a_users_own_mock_tables() -> None:
         assert len(items(client, "BackendAlbums")) == 6
 
 
+def test_in_process_mode_nested_in_a_users_mock_drops_its_own_tables_and_keeps_the_users() -> None:
+    """Nested in a user's ``mock_aws``, stopping the backend's mock wipes nothing: it deletes its tables itself."""
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, "UsersOwnTable", keys=("pk",))
+        put_six_items(client, "UsersOwnTable", keys=("pk",))
+        with Backend("moto", [Album]) as backend:
+            Album(pk="A1").save()
+            assert sorted(client.list_tables()["TableNames"]) == sorted([*backend.created, "UsersOwnTable"])
+        assert client.list_tables()["TableNames"] == ["UsersOwnTable"]
+        assert len(items(client, "UsersOwnTable")) == 6
+
+
+def test_in_process_mode_alone_leaves_no_table_behind() -> None:
+    """The backend's own ``mock_aws``, the only one active, wipes moto's tables when it stops (the backend then
+    sends no DeleteTable): a later mock that keeps moto's state finds none of them."""
+    with Backend("moto", [Album]) as backend:
+        Album(pk="A1").save()
+        assert "BackendAlbums" in backend.created
+    keeping = mock_aws()
+    keeping.start(reset=False)  # moto's state as the backend left it
+    try:
+        assert boto3.client("dynamodb", region_name="us-east-1").list_tables()["TableNames"] == []
+    finally:
+        keeping.stop()
+
+
 SERVED_WITH_USERS_MOCK = '''
 import boto3
 import pytest

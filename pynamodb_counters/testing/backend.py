@@ -284,8 +284,9 @@ class Backend:
         from pynamodb.exceptions import TableError
 
         models = self.table_models()
+        existing = self._existing_tables(models)
         for model in models:
-            if model.exists():  # type: ignore[attr-defined]
+            if model.Meta.table_name in existing:  # type: ignore[attr-defined]
                 raise self._refuse(model.Meta.table_name)  # type: ignore[attr-defined]
         for model in models:
             table = model.Meta.table_name  # type: ignore[attr-defined]
@@ -297,8 +298,37 @@ class Backend:
                 raise
             self.created.append(table)
 
+    def _existing_tables(self, models: List[type]) -> Set[str]:
+        """Which of the ``models``' tables exist already. An in-process moto this backend alone started has none
+        (starting it wiped moto's state); moto otherwise (nested in a user's ``mock_aws``, or served) lists its
+        tables in one ListTables; a real endpoint is asked with a DescribeTable per table (``Model.exists()``),
+        which needs no permission to list every table of the account."""
+        if self._owns_engine():
+            return set()
+        if self.kind == "endpoint" or not models:
+            return {model.Meta.table_name for model in models if model.exists()}  # type: ignore[attr-defined]
+        connection = models[0]._get_connection().connection  # type: ignore[attr-defined]
+        names: Set[str] = set()
+        start: Optional[str] = None
+        while True:
+            page = connection.list_tables(exclusive_start_table_name=start)
+            names.update(page.get("TableNames", []))
+            start = page.get("LastEvaluatedTableName")
+            if not start:
+                return names
+
+    def _owns_engine(self) -> bool:
+        """Whether the ``mock_aws`` this backend started is the only one active: stopping it then wipes every
+        table moto holds, those this backend created among them. Nested in a user's own ``mock_aws`` (or on a
+        moto release without the nesting count), the tables it created are dropped one by one instead."""
+        return self._mock is not None and getattr(type(self._mock), "_nested_count", None) == 1
+
     def _drop_created_tables(self) -> None:
-        """Delete the tables this backend created (and only those), waiting until each is gone."""
+        """Delete the tables this backend created (and only those), waiting until each is gone. An in-process
+        moto that the backend alone started needs no DeleteTable: stopping it wipes them."""
+        if self._owns_engine():
+            self.created.clear()
+            return
         by_table = {model.Meta.table_name: model for model in self.table_models()}  # type: ignore[attr-defined]
         while self.created:
             table = self.created.pop()
