@@ -37,7 +37,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from pynamodb.models import Model
 
 from ._write_results import WriteResult
-from .declare._spec import relations_of
+from .declare._spec import spec_of
 from .exceptions import (
     BulkWriteError,
     CountedWriteError,
@@ -252,7 +252,7 @@ def _as_stored(position: int, operation: BulkOperation, child: Model, progress: 
     """A delete of a child that cannot name its parents (built from its key alone) learns the stored child (one
     strongly consistent GetItem), as a load would; an absent one is refused here, nothing sent."""
     model = type(child)
-    if operation is not BulkOperation.DELETE or not relations_of(model) or names_parents(model, child, -1):
+    if operation is not BulkOperation.DELETE or not spec_of(model).relations or names_parents(model, child, -1):
         return operation, child
     try:
         remember_stored(child, stored_child(model, child).item)

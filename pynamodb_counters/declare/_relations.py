@@ -57,7 +57,7 @@ from .._write_results import CounterChange
 from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
 from ._attributes import CounterField
 from ._counted import counted_classes, forget_specs, note_declared, require_mixin, same_class
-from ._expiry_rules import check_expiries, check_inherited_expiries
+from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries
 from ._feeder_ids import check_feeder_id, feeder_entry
 from ._shards import check_shardable, choose_shard
 from ._stored_names import STORED_NAMES
@@ -65,7 +65,8 @@ from ._stored_names import STORED_NAMES
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["MAX_FEEDER", "KeyFunctionOf", "Relation", "amount_refused", "call_failed", "check_declaration",
+__all__ = ["COUNTINGS", "MAX_FEEDER", "TRANSACTION", "KeyFunctionOf", "check_counting",
+           "Relation", "amount_refused", "call_failed", "check_declaration",
            "check_model", "check_options", "check_parent_defaults", "counted_by", "key_failed", "made",
            "normalize_key", "when_refused"]
 
@@ -79,6 +80,13 @@ a plain set, so that the check made on every write while it is empty is a C-leve
 rebound."""
 REGISTERING = threading.RLock()
 """Held by one registration at a time, so that two threads registering one relation agree."""
+
+
+TRANSACTION = "transaction"
+"""``counted_by(..., counting="transaction")``, the default: each counted write is one TransactWriteItems."""
+
+COUNTINGS = (TRANSACTION, STREAM)
+"""The values ``counted_by(counting=...)`` takes."""
 
 
 class Relation:
@@ -96,6 +104,8 @@ class Relation:
         "children": "The caller's function counting one parent's children, for layouts a prefix cannot describe.",
         "feeder": "The stable name given as ``counted_by(..., feeder=...)``, or ``None``.",
         "create_parent": "Whether the parent is created by its first count (a rollup: daily likes, hourly signups).",
+        "counting": "Where its children are counted: ``\"transaction\"`` (in each counted write's transaction) or "
+                    "``\"stream\"`` (from the table's stream, by :func:`pynamodb_counters.streams.count_stream`).",
         "expiries": "How the expiries of a child with a ``TTLAttribute`` are counted: ``\"stream\"``, "
                     "``\"ignored\"``, or ``None`` for a child that never expires.",
         "declared_on": "The model class that registered the relation, ``None`` before (:attr:`child_model` raises "
@@ -113,9 +123,11 @@ class Relation:
                  when: Optional[Callable[[Any], bool]] = None, amount: Optional[Callable[[Any], int]] = None,
                  create_parent: bool = False,
                  parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
-                 feeder: Optional[str] = None, expiries: Optional[str] = None) -> None:
+                 feeder: Optional[str] = None, expiries: Optional[str] = None,
+                 counting: str = TRANSACTION) -> None:
         check_options(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults,
                       feeder)
+        check_counting(counter, counting, expiries)
         self.counter = counter
         self._key = key
         self.reads = frozenset(reads)
@@ -130,6 +142,7 @@ class Relation:
         self.create_parent = create_parent
         self._parent_defaults = parent_defaults
         self.expiries = expiries
+        self.counting = counting
         self.functions: Tuple[KeyFunction, Optional[Callable[[Any], bool]], Optional[Callable[[Any], int]]] = \
             (key, when, amount)
         self.conditional = when is not None or amount is not None
@@ -312,7 +325,8 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
                children: Optional[ChildCounter] = None, when: Optional[Callable[[Any], bool]] = None,
                amount: Optional[Callable[[Any], int]] = None, create_parent: bool = False,
                parent_defaults: Optional[Callable[[Any], Dict[str, Any]]] = None,
-               feeder: Optional[str] = None, expiries: Optional[str] = None) -> Relation:
+               feeder: Optional[str] = None, expiries: Optional[str] = None, counting: str = "transaction"
+               ) -> Relation:
     """Declare, in a child model's body, that the child is counted in ``counter``.
 
     The declaration is checked when the class is made, and refused with
@@ -355,10 +369,16 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
     :param expiries: required of a child whose model has a ``TTLAttribute`` (DynamoDB deletes it by itself, outside
       any transaction): ``"stream"``, its expiries are taken off by
       :func:`pynamodb_counters.streams.count_expiries` on the table's stream; ``"ignored"``, knowingly not (the
-      counter keeps counting expired children until a repair). See :doc:`expiring`.
+      counter keeps counting expired children until a repair). See :doc:`expiring`. Not with
+      ``counting="stream"``: a deletion by TTL is then a ``REMOVE`` like any other, counted once.
+    :param counting: where the children are counted. ``"transaction"`` (the default): each counted write of a
+      child is one TransactWriteItems with its counter changes. ``"stream"``: the child is written as plain
+      PynamoDB writes it, by anyone, and :func:`pynamodb_counters.streams.count_stream` counts it from the table's
+      stream, exactly once, later (see :doc:`stream-counting`). A counter with ``limit=`` cannot be fed from the
+      stream: a limit needs the transaction.
     """
     return Relation(counter, key, reads, prefix, children, when, amount, create_parent, parent_defaults, feeder,
-                    expiries)
+                    expiries, counting)
 
 
 def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
@@ -439,6 +459,29 @@ class KeyFunctionOf:
 
 MAX_FEEDER = 100
 """The longest ``feeder=`` name: it is stored on every parent the relation feeds."""
+
+
+def check_counting(counter: CounterField, counting: Any, expiries: Optional[str]) -> None:
+    """Refuse a ``counting=`` that is not one of :data:`COUNTINGS`, and a stream relation that feeds a limited
+    counter or says how expiries are counted.
+
+    :raises ConfigurationError: naming the option and what it takes.
+    """
+    if counting not in COUNTINGS:
+        raise ConfigurationError(f"counted_by(counting=...) is 'transaction' (the default: each counted write is one "
+                                 f"TransactWriteItems) or 'stream' (counted from the table's stream by "
+                                 f"pynamodb_counters.streams.count_stream), not {counting!r}")
+    if counting != STREAM or not isinstance(counter, CounterField):
+        return
+    if counter.limited:
+        raise ConfigurationError(f"counted_by(counting='stream') cannot feed {counter}: it has a limit=\n"
+                                 f"A limit refuses the write that would pass it, in the write's own transaction; "
+                                 f"a child counted from the stream is written first and counted later. Count it "
+                                 f"with counting='transaction', or drop the counter's limit=.")
+    if expiries is not None:
+        raise ConfigurationError(f"counted_by(counting='stream', expiries={expiries!r}): leave expiries= out\n"
+                                 f"Counted from the stream, a deletion by TTL is a REMOVE like any other, counted "
+                                 f"once by count_stream.")
 
 
 def check_options(counter: Any, key: Any, reads: Iterable[str], prefix: Optional[str], children: Any, when: Any,
@@ -547,9 +590,10 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
             f"prefix= says the children are the items of their parent's partition whose sort keys start with it.\n"
             f"Give {owner.__name__} a range key (an attribute with range_key=True), or count its children for audits "
             f"with children=... instead.")
-    check_expiries(owner, where, relation.expiries)
-    for subclass in _made_subclasses(owner):  # a relation registered after them (assigned after the body)
-        check_inherited_expiries(subclass, owner, where, _counter_of(relation), relation.expiries)
+    if relation.counting != STREAM:  # from the stream, a deletion by TTL is a REMOVE like any other
+        check_expiries(owner, where, relation.expiries)
+        for subclass in _made_subclasses(owner):  # a relation registered after them (assigned after the body)
+            check_inherited_expiries(subclass, owner, where, _counter_of(relation), relation.expiries)
     _check_twins(relation, owner, name)
     if relation.prefix is not None:
         _check_neighbours(relation, owner, name, attributes)
@@ -576,7 +620,7 @@ def check_model(owner: Type[Any], kind: Type[Any]) -> None:
                 f"Give the attribute another attr_name; the library stores {', '.join(STORED_NAMES)}.")
     for klass in owner.__mro__[1:]:
         for name, relation in vars(klass).items():
-            if isinstance(relation, kind) and relation.declared_on is klass:
+            if isinstance(relation, kind) and relation.declared_on is klass and relation.counting != STREAM:
                 check_inherited_expiries(owner, klass, f"{klass.__name__}.{name} = counted_by(...)",
                                          _counter_of(relation), relation.expiries)
 

@@ -26,6 +26,7 @@ from .._keys import discriminator_of, key_attributes
 from ..exceptions import ConfigurationError
 from ._attributes import CounterField
 from ._counted import SPEC_HELD, CountedBase, counted_classes, declared, same_class
+from ._expiry_rules import STREAM
 from ._feeder_ids import feeder_clash, feeder_id, legacy_feeder_id
 from ._relations import REGISTERING, UNREGISTERED, Relation, made
 from ._stored_names import FEEDER_SEPARATOR
@@ -41,19 +42,25 @@ class ModelSpec:
     """A model's counting declarations.
 
     :ivar counters: its :class:`~pynamodb_counters.CounterField` attributes by Python name.
-    :ivar relations: every relation counting its instances, inherited ones included, in declaration order.
+    :ivar relations: every relation counting its instances in their writes' transactions (``counting=
+      "transaction"``), inherited ones included, in declaration order: the write path's.
+    :ivar streamed: every relation counting its instances from the table's stream (``counting="stream"``), in
+      declaration order: :func:`~pynamodb_counters.streams.count_stream`'s.
+    :ivar declared: both, in declaration order: what audits and repairs count.
     :ivar loads_otherwise: the attributes whose value on an instance may load otherwise once stored (those with a
       ``default``, which an absent or NULL attribute loads as, and sets, an empty one being stored as absent).
     :ivar shards: how many shard slots its items need: the largest ``shards=`` of its counters (``1`` when none
       is sharded).
     :ivar keys: its hash key attribute, then its range key attribute if it has one.
     :ivar discriminator: its ``DiscriminatorAttribute`` in a polymorphic single-table model, else ``None``.
-    :ivar counted: whether the library writes its items: it has counters, or relations counting it.
+    :ivar counted: whether the library writes its items: it has counters, or relations counting it in its
+      writes' transactions (a child counted from the stream alone is written as plain PynamoDB writes it).
     :ivar key_names: the Python names of its hash key, then of its range key if it has one.
     :ivar string_keys: whether its key attributes are plain ``UnicodeAttribute``: a non-empty string is then its
       own serialized value.
     :ivar counting: :attr:`relations` compiled, in the same order (set once the spec is held: a relation's parent
       may be the model itself).
+    :ivar stream_counting: :attr:`streamed` compiled, likewise.
     :ivar requests: a memo of the requests built for this model's items: as parents (``_actions.parent_request``),
       each shape of counter Update built (which deltas, which feeds, which guard), as a request to copy with another
       key, with the update it was built for; as children (``_actions.put_request``), the create-only Put of a table,
@@ -71,10 +78,15 @@ class ModelSpec:
     key_names: Tuple[str, ...] = ()
     string_keys: bool = False
     counting: Tuple[RelationSpec, ...] = field(default=(), compare=False, repr=False)
+    streamed: Tuple[Relation, ...] = ()
+    stream_counting: Tuple[RelationSpec, ...] = field(default=(), compare=False, repr=False)
+    declared: Tuple[Relation, ...] = ()
     counted: bool = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "counted", bool(self.relations or self.counters))
+        if not self.declared:
+            object.__setattr__(self, "declared", self.relations + self.streamed)
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,6 +166,8 @@ def spec_of(model: type) -> ModelSpec:
             spec = _BUILDING[model] = _build(model)
             try:
                 object.__setattr__(spec, "counting", tuple(compile_relation(relation) for relation in spec.relations))
+                object.__setattr__(spec, "stream_counting",
+                                   tuple(compile_relation(relation) for relation in spec.streamed))
             finally:
                 del _BUILDING[model]
             setattr(model, SPEC_HELD, spec)  # complete: no thread reads a spec before its relations are compiled
@@ -184,8 +198,9 @@ def _build(model: Any) -> ModelSpec:
     keys = tuple(key_attributes(model)) if model._hash_keyname is not None else ()  # PynamoDB allows a keyless one
     key_names = tuple(name for name in (model._hash_keyname, model._range_keyname) if name)
     string_keys = bool(keys) and all(type(attribute) is UnicodeAttribute for attribute in keys)
-    return ModelSpec(counters, tuple(relations), loads_otherwise, shards, keys, discriminator_of(model),
-                     key_names=key_names, string_keys=string_keys)
+    return ModelSpec(counters, tuple(r for r in relations if r.counting != STREAM), loads_otherwise, shards, keys,
+                     discriminator_of(model), key_names=key_names, string_keys=string_keys,
+                     streamed=tuple(r for r in relations if r.counting == STREAM), declared=tuple(relations))
 
 
 def counters_of(model: type) -> Dict[str, CounterField]:
@@ -194,8 +209,9 @@ def counters_of(model: type) -> Dict[str, CounterField]:
 
 
 def relations_of(model: type) -> Tuple[Relation, ...]:
-    """Every relation that counts ``model``'s instances, inherited ones included, in declaration order."""
-    return spec_of(model).relations
+    """Every relation that counts ``model``'s instances, inherited ones included, in declaration order: in their
+    writes' transactions or from the stream."""
+    return spec_of(model).declared
 
 
 def shard_count(model: type) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 
 __all__ = ["EDITED_BY", "EDIT_ID", "FEEDERS", "FEEDER_SEPARATOR", "MARKER", "SEQUENCE", "SHARD", "SHARD_COUNT",
-           "STORED_NAMES", "WRITE_ID"]
+           "STORED_NAMES", "STREAM_MARK", "WRITE_ID", "stream_mark_name"]
 
 WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
@@ -51,7 +51,18 @@ MARKER = "_cexpiry"
 """The attribute that makes an item an expiry marker (it holds the expired child's table), and the start of a
 marker's hash key (``_cexpiry#<eventID>``): see ``_expiry_rules``."""
 
+STREAM_MARK = "_cstream"
+"""The start of the name of the attribute that marks, on a parent item (or shard item), the last stream record of
+a child table counted into it by :func:`~pynamodb_counters.streams.count_stream`: ``_cstream:<table>`` holds its
+sequence number, zero-padded to 40 digits. One per child table feeding the item from the stream."""
+
+
+def stream_mark_name(table: str) -> str:
+    """The name of the mark of the stream records of ``table`` counted into an item (:data:`STREAM_MARK`)."""
+    return f"{STREAM_MARK}:{table}"
+
+
 STORED_NAMES = (WRITE_ID, EDIT_ID, SEQUENCE.attr_name, FEEDERS.attr_name, SHARD.attr_name, SHARD_COUNT.attr_name,
-                MARKER)
+                MARKER, STREAM_MARK)
 """Every attribute name the library stores on items, from the definitions above: a counted model's own attribute
 stored under one of them is refused when its class is made."""

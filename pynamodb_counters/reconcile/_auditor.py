@@ -20,6 +20,7 @@ from pynamodb.exceptions import UpdateError
 from .._costs import read_units
 from .._keys import ParentKey, key_attributes, serialize_key
 from ..declare._attributes import CounterField
+from ..declare._expiry_rules import STREAM
 from ..declare._relations import Relation
 from ..declare._spec import shard_count
 from ..declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
@@ -41,10 +42,16 @@ from ._audit_rules import (
 )
 from ._reports import Drift, Repair, Unverifiable
 
-__all__ = ["MOVING", "Auditor", "Budget", "Observation"]
+__all__ = ["MOVING", "STREAMED", "Auditor", "Budget", "Observation"]
 
 MOVING = "it changed during every count (live writes): audit it again"
 """The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent that never held still around a count."""
+
+STREAMED = ("fed from the stream by {relations}: children written may still wait for count_stream, so no count "
+            "proves it drifted or exact yet (audits of counters fed from the stream are not available yet)")
+"""The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent of a counter fed by relations declared
+``counting="stream"``: a count that differs from the counter may be records not counted yet, and a repair would
+count them twice once they are."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,8 @@ class Auditor:
         # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
         # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
         self.rollup = any(relation.create_parent for relation in self.feeders)
+        streamed = sorted(str(relation) for relation in self.feeders if relation.counting == STREAM)
+        self.streamed = STREAMED.format(relations=", ".join(streamed)) if streamed else ""
         self.item_bytes = item_bytes
         self.units = 0.0
         self.estimated = False
@@ -136,7 +145,10 @@ class Auditor:
         return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), feeders)
 
     def unverifiable(self, observation: Observation) -> Optional[Unverifiable]:
-        """The parent as unverifiable when it records feeders that are not loaded here, else ``None``."""
+        """The parent as unverifiable when it records feeders that are not loaded here, or its counter is fed from
+        the stream, else ``None``."""
+        if self.streamed:
+            return Unverifiable(self.model, observation.key, self.attribute, observation.stored, cause=self.streamed)
         unloaded = observation.feeders - self.loaded
         if not unloaded:
             return None

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Dict, Iterator, Li
 
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.operand import Path
 
 from .._keys import ItemId, item_id, key_request, version_condition
 from ..declare._counted import SPEC_HELD, CountedBase, counted_classes
@@ -77,7 +78,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..declare._spec import RelationSpec
 
 __all__ = ["Action", "CHECK_FAILED", "Cancellation", "ChildAction", "ChildDelete", "ChildEdit", "ChildPut",
-           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "is_put_shape", "item_of",
+           "ParentUpdate", "Passthrough", "RollupCheck", "SHAPES_HELD", "ShardItem", "StreamMark", "is_put_shape",
+           "item_of",
            "keyed_request", "parent_request", "pending_fold_refusal", "put_request", "pynamodb_view", "shard_items",
            "stale_shapes"]
 
@@ -469,6 +471,37 @@ SHAPES_HELD = 256
 """How many shapes of counter Update are kept per parent model (:attr:`ModelSpec.requests`)."""
 
 
+@dataclass(frozen=True)
+class StreamMark:
+    """The mark on a parent item (or shard item) of the stream records counted into it, from one partition of a
+    child table (``_cstream:<table>``): the sequence number of the last one, zero-padded to 40 digits. Records
+    of one partition key reach the stream in order, so the mark says which of them were counted.
+
+    :ivar name: the attribute's name.
+    :ivar first: the first record this update counts.
+    :ivar last: the last one.
+    :ivar stored: the mark found stored (an update sent again counts the records after it), or ``None``: the
+      update counts its records where no mark is stored, or one before :attr:`first`.
+    """
+
+    name: str
+    first: str
+    last: str
+    stored: Optional[str] = None
+
+    @property
+    def path(self) -> Path:
+        return Path([self.name])
+
+    def unseen(self) -> Condition:
+        """The condition that none of the records was counted before."""
+        if self.stored is not None:
+            stored: Condition = self.path == self.stored
+            return stored
+        unseen: Condition = self.path.does_not_exist() | (self.path < self.first)
+        return unseen
+
+
 class ParentUpdate(Action):
     """A parent item's counter Update, gathering every change counted into it in one transaction: made once, with
     every change merged (the plan gathers them first), and never changed after.
@@ -482,6 +515,8 @@ class ParentUpdate(Action):
     :ivar merged: a caller's ``update()`` or ``condition_check()`` of the same item, merged into it.
     :ivar relation: the first relation counted into it (named when another model's relation names its item).
     :ivar spec: its model's spec, looked up once for the action (its request and its refusals read it).
+    :ivar mark: from the stream (``streams``), the mark of the stream records it counts: set to the last one's
+      sequence, on the condition that none of them was counted before.
     :raises ParentKeyError: the key is too long for DynamoDB.
     """
 
@@ -490,7 +525,7 @@ class ParentUpdate(Action):
     def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
                  relation: RelationSpec, spec: ModelSpec, deltas: Dict[str, int], feeders: AbstractSet[str], *,
                  rollup: bool, creates: bool, defaults: Optional[Dict[str, Any]] = None, absent: bool = False,
-                 merged: Optional[Write] = None) -> None:
+                 merged: Optional[Write] = None, mark: Optional[StreamMark] = None) -> None:
         super().__init__(model, key, where)
         wrong = oversized_key(where[1:])
         if wrong is not None:
@@ -506,6 +541,7 @@ class ParentUpdate(Action):
         self.absent = absent
         self.merged = merged
         self.relation = relation
+        self.mark = mark
 
     def request(self, token: str) -> Dict[str, Any]:
         return parent_request(self)
@@ -580,7 +616,7 @@ def parent_request(update: ParentUpdate) -> Dict[str, Any]:
     (another model's feeds in the table may change) or one of its counters is redeclared (its shards or its
     limit changed)."""
     spec = update.spec
-    if update.merged is not None or (update.creates and update.defaults) or update.absent:
+    if update.merged is not None or (update.creates and update.defaults) or update.absent or update.mark:
         return _built(update, spec)
     shape = _shape(update, spec)
     held = spec.requests
@@ -661,6 +697,10 @@ def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
         if delta > 0 and counters[name].limited:
             limit = within_limit(counters[name], delta)
             condition = limit if condition is None else condition & limit
+    mark = update.mark
+    if mark is not None:
+        actions.append(mark.path.set(mark.last))
+        condition = condition & mark.unseen() if condition is not None else mark.unseen()
     merged = update.merged
     if merged is not None:
         if merged.condition is not None:

@@ -12,7 +12,7 @@ from pynamodb.models import Model
 
 from .._keys import ItemId, item_id, key_of
 from ..declare._shards import shard_key
-from ..declare._spec import counters_of, relations_of, shard_count
+from ..declare._spec import counters_of, shard_count, spec_of
 from ..exceptions import CountingBypassError, InvalidTransactionError, TransactionTooLargeError
 from ._deltas import counted_from, decide
 from ._writes import Write, WriteKind, delete_write, save_write
@@ -51,7 +51,12 @@ def plan_chunks(operations: Sequence[Tuple[BulkOperation, Model]], max_actions: 
         if position in skip:
             continue
         model = type(child)
-        if not relations_of(model):
+        spec = spec_of(model)
+        if not spec.relations:
+            if spec.streamed:
+                raise CountingBypassError(f"bulk writes count children in their transactions; {model.__name__}'s "
+                                          f"relations are counted from the stream: write its items with PynamoDB's "
+                                          f"{model.__name__}.batch_write(), and count_stream counts them")
             raise CountingBypassError(f"bulk writes count children; {model.__name__} has no counted_by relation")
         write = save_write(child) if operation == BulkOperation.SAVE else delete_write(child)
         own = item_id(model, key_of(child))

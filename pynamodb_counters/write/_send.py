@@ -1,5 +1,6 @@
 """
-Sending: the one way every TransactWriteItems of the library (counted writes, repairs, reshards) reaches DynamoDB.
+Sending: the one way every TransactWriteItems of the library (counted writes, repairs, reshards) reaches DynamoDB,
+and every UpdateItem of a count from the stream (:func:`send_update`).
 
 * :func:`send` sends one request, retried under a :class:`RetryPolicy` with jittered exponential backoff, every
   attempt carrying the same ``ClientRequestToken``;
@@ -21,11 +22,11 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import botocore.config
 import botocore.exceptions
-from pynamodb.constants import TRANSACT_WRITE_ITEMS
+from pynamodb.constants import TRANSACT_WRITE_ITEMS, UPDATE_ITEM
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from ..exceptions import ConfigurationError, IdempotencyMismatchError, RetriesExhaustedError, TransactionError
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = ["DEFAULT_RETRY_POLICY", "RETRYABLE_REASONS", "Failure", "RetryPolicy", "Sent", "classify", "client_of",
-           "pynamodb_connection", "send", "transact_client"]
+           "pynamodb_connection", "send", "send_update", "transact_client", "Updated"]
 
 log = logging.getLogger(__name__)
 
@@ -205,15 +206,28 @@ class _HeaderAdder:
         request.headers.update(self.headers)
 
 
-def _signal(signal: Any, sender: Any, request: Optional[uuid.UUID]) -> None:
-    """PynamoDB's ``pre_dynamodb_send`` or ``post_dynamodb_send``, as its own ``dispatch()`` sends them for a
-    TransactWriteItems (which names no single table); a receiver's error is logged, as PynamoDB does."""
+def _signal(signal: Any, sender: Any, request: Optional[uuid.UUID], operation: str = TRANSACT_WRITE_ITEMS,
+            table: Optional[str] = None) -> None:
+    """PynamoDB's ``pre_dynamodb_send`` or ``post_dynamodb_send``, as its own ``dispatch()`` sends them (a
+    TransactWriteItems names no single table); a receiver's error is logged, as PynamoDB does."""
     if not signal.receivers:
         return
     try:
-        signal.send(sender, operation_name=TRANSACT_WRITE_ITEMS, table_name=None, req_uuid=request)
+        signal.send(sender, operation_name=operation, table_name=table, req_uuid=request)
     except Exception:
         log.exception("a %s receiver raised", signal.name)
+
+
+def _sender_and_client(model: Type[Model]) -> Tuple[Any, Any]:
+    """``model``'s PynamoDB connection (the signals' sender) and its client (:func:`client_of`).
+
+    :raises TransactionError: the client cannot be made (no region, bad credentials settings...).
+    """
+    sender = pynamodb_connection(model)
+    try:
+        return sender, client_of(sender)
+    except botocore.exceptions.BotoCoreError as error:
+        raise TransactionError(f"cannot create a DynamoDB client for {model.__name__}: {error}", error) from error
 
 
 def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
@@ -233,11 +247,7 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
       write's requests, ``made`` included).
     """
     policy = policy or DEFAULT_RETRY_POLICY
-    sender = pynamodb_connection(model)
-    try:
-        client = client_of(sender)
-    except botocore.exceptions.BotoCoreError as error:
-        raise TransactionError(f"cannot create a DynamoDB client for {model.__name__}: {error}", error) from error
+    sender, client = _sender_and_client(model)
     ambiguous = False
     last: Optional[BaseException] = None
     last_attempt = max(policy.max_attempts, made + 1)
@@ -277,3 +287,60 @@ def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy:
         f"counted write gave up after {last_attempt} attempts (last: {last}); it {outcome}. Counters stay "
         f"exact either way: the same write can be retried safely", last, attempts=last_attempt,
         ambiguous=ambiguous, token=token)
+
+
+@dataclass(frozen=True)
+class Updated:
+    """What :func:`send_update` got: the response of an UpdateItem applied, or the item its failed condition
+    returned.
+
+    :ivar response: the UpdateItem response, when it was applied.
+    :ivar refused: when its condition failed, the item as stored (``ALL_OLD``), ``{}`` where absent.
+    :ivar attempts: how many requests were made.
+    """
+
+    response: Optional[Dict[str, Any]]
+    refused: Optional[Dict[str, Any]]
+    attempts: int
+
+
+def send_update(model: Type[Model], request: Dict[str, Any], *, policy: Optional[RetryPolicy] = None) -> Updated:
+    """Send ``request`` (a transaction's Update action: table, key, expressions) as one UpdateItem through
+    ``model``'s connection settings, returning the new item (``ALL_NEW``) and its consumed capacity; a failed
+    condition returns the stored item. Transient failures are retried under ``policy``, as :func:`send` retries
+    them, with PynamoDB's send signals around each attempt. The caller's update must be safe to apply twice over a
+    lost response: its condition must refuse it once applied.
+
+    :raises TransactionError: a failure retrying cannot fix (validation, missing table, credentials...).
+    :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts``.
+    """
+    policy = policy or DEFAULT_RETRY_POLICY
+    sender, client = _sender_and_client(model)
+    table = request.get("TableName")
+    ambiguous = False
+    last: Optional[BaseException] = None
+    for attempt in range(1, policy.max_attempts + 1):
+        signalled = uuid.uuid4() if pre_dynamodb_send.receivers or post_dynamodb_send.receivers else None
+        _signal(pre_dynamodb_send, sender, signalled, UPDATE_ITEM, table)
+        try:
+            response: Dict[str, Any] = client.update_item(**request, ReturnValues="ALL_NEW",
+                                                          ReturnConsumedCapacity="TOTAL")
+        except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as error:
+            failure = classify(error)
+            if failure is None:
+                if isinstance(error, botocore.exceptions.ClientError) and \
+                        error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                    return Updated(None, dict(error.response.get("Item") or {}), attempt)
+                raise TransactionError(f"DynamoDB rejected the update of {table}: {error}", error) from error
+            ambiguous = ambiguous or failure.ambiguous
+            last = error
+            log.info("update of %s: attempt %d/%d failed (%s%s)", table, attempt, policy.max_attempts,
+                     failure.reason, ", may have been applied" if failure.ambiguous else "")
+        else:
+            _signal(post_dynamodb_send, sender, signalled, UPDATE_ITEM, table)
+            return Updated(response, None, attempt)
+        if attempt < policy.max_attempts:
+            policy.sleep(policy.delay(attempt))
+    outcome = "may or may not have been applied" if ambiguous else "was not applied"
+    raise RetriesExhaustedError(f"update of {table} gave up after {policy.max_attempts} attempts (last: {last}); it "
+                                f"{outcome}", last, attempts=policy.max_attempts, ambiguous=ambiguous, token=None)

@@ -1,0 +1,419 @@
+"""
+Children written by anyone, counted from the table's stream: :func:`count_stream`.
+
+Each ``INSERT``, ``MODIFY`` and ``REMOVE`` record of a child of a relation declared ``counting="stream"`` is
+counted as the library's own save, edit (a move included) or delete would count it: :func:`~pynamodb_counters.
+write._deltas.deltas` compares the old image with the new, as PynamoDB loads them. The changes of a batch are
+gathered per parent item (a shard item for a sharded counter), in stream order, and each parent item gets one
+UpdateItem: every counter's changes added up, ``_cseq`` and the feeder records as a counted write's update, and
+the **mark** of the records it counts (``_cstream:<child table>``: the last one's sequence number), on the
+condition that the stored mark is older than the first of them.
+
+Why that is exact: the children counted into a parent are stored in its partition (their hash key is the
+parent's), and DynamoDB Streams gives the records of one partition key in order, each with a greater sequence
+number than the one before, across a shard and its child shards too. A parent's mark therefore says which of its
+records were counted: a batch delivered again, a record repeated, a redelivery from the record named, a batch
+bisected, a crash between the update and Lambda's checkpoint, or concurrent batches of other partition keys all
+find it, and the records it holds are left out (the update is sent again for the rest, its condition then being
+that the mark is still the one found). It is one attribute per child table on each parent item, never more.
+
+Where the update's condition fails for another reason: a parent that does not exist (not a rollup its first
+count creates) leaves its changes out, said in the result; a decrement below zero takes off what the counter
+holds (it had drifted) and says what it left out. Neither blocks the stream.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Type, Union
+
+from pynamodb.exceptions import PynamoDBException
+
+from .._costs import item_bytes, write_units
+from .._keys import ItemId, key_of, serialize_key
+from .._write_results import CounterChange
+from ..declare._expiry_rules import MARKER, STREAM
+from ..declare._shards import shard_key
+from ..declare._spec import RelationSpec, spec_of
+from ..declare._stored_names import stream_mark_name
+from ..exceptions import (
+    ChildValueError,
+    ConfigurationError,
+    CounterError,
+    CounterUnderflowError,
+    InvalidArgumentError,
+    ParentKeyError,
+    ParentNotFoundError,
+)
+from ..signals import child_added, child_changed, child_removed, send_safely
+from ..write._actions import CHECK_FAILED, Cancellation, ParentUpdate, StreamMark, item_of
+from ..write._deltas import NONE, Deltas, deltas, feeder_entry_of, parent_defaults
+from ..write._send import RetryPolicy, send_update
+from ._expiries import count_expiries
+from ._records import check_named, load, models_of, padded, records_of, table_of
+from ._results import ExpiryResult, Skipped, SkipReason, StreamResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = ["count_stream"]
+
+logger = logging.getLogger("pynamodb_counters.streams")
+
+_IMAGES = {"INSERT": ("NewImage",), "MODIFY": ("OldImage", "NewImage"), "REMOVE": ("OldImage",)}
+"""The images each kind of record needs to be counted."""
+
+_KINDS = ("removed", "added", "changed")
+
+
+@dataclass(frozen=True)
+class _Record:
+    """One record to count: its identity, its child (as written, or as deleted) and its changes."""
+
+    event: str
+    sequence: str
+    mark: str
+    child: Any
+    found: Deltas
+
+
+@dataclass
+class _Target:
+    """Every change the records of a batch make in one parent item, in stream order."""
+
+    model: Type[Any]
+    key: Tuple[Any, ...]
+    shard: int
+    where: ItemId
+    mark_name: str
+    counted: List[Tuple[_Record, RelationSpec, CounterChange, str]] = field(default_factory=list)
+
+
+def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], models: Iterable[Type[Model]], *,
+                 table: Optional[str] = None, retry: Optional[RetryPolicy] = None) -> StreamResult:
+    """Count the children of ``models`` from stream records, exactly once, whoever wrote them: every relation
+    declared ``counting="stream"``, and the deletions by TTL of relations declared ``expiries="stream"``
+    (:func:`count_expiries`), so that one Lambda serves a table.
+
+    :param event: a Lambda event of a DynamoDB stream (``{"Records": [...]}``), or its records (as ``GetRecords``
+      returns them), in stream order. The stream's view type is ``NEW_AND_OLD_IMAGES``.
+    :param models: the child models to count (a polymorphic model's subclasses are found from the images).
+    :param table: the records' table, where they do not name it (``GetRecords``'s have no ``eventSourceARN``);
+      needed only when ``models`` are in several tables.
+    :param retry: the retry policy of each update (else the first model's ``Meta.counter_retry``).
+    :returns: :class:`StreamResult`, Lambda's partial batch response (``ReportBatchItemFailures``): on a failure,
+      Lambda delivers again from the first record not applied, and what was counted of it and of the records
+      after it is not counted again.
+    :raises InvalidArgumentError: ``event`` is not a stream event, ``models`` are not children counted from the
+      stream (or whose expiries are), or records that name no table are given without ``table=`` for models in
+      several tables. Nothing was written.
+    :raises ConfigurationError: a record of a table of ``models`` without the images it needs (the stream's view
+      type is ``KEYS_ONLY``, ``NEW_IMAGE`` or ``OLD_IMAGE``). Nothing was written.
+    """
+    records = records_of(event, "count_stream")
+    given = _models(models)
+    check_named(records, given, table, "count_stream")
+    streamed = tuple(model for model in given if spec_of(model).streamed)
+    expiring = tuple(model for model in given
+                     if any(relation.expiries == STREAM for relation in spec_of(model).relations))
+    found, skipped, stop = _classify(records, streamed, table)
+    if expiring:
+        expiries: Optional[ExpiryResult] = count_expiries(records, expiring, table=table, retry=retry)
+    else:
+        expiries = None
+    policy = retry if retry is not None else getattr(given[0].Meta, "counter_retry", None)
+    outcome = _Outcome()
+    for target in _targets(found):
+        try:
+            _count_into(target, policy, outcome)
+        except (CounterError, PynamoDBException) as refused:
+            first = target.counted[0][0]
+            if stop is None or _position(records, first.event) < _position(records, stop[0]):
+                stop = (first.event, first.sequence, refused)
+    counted = [record.event for record in found if record.event in outcome.applied]
+    for record in found:
+        if record.event in outcome.applied or (stop is not None and
+                                               _position(records, record.event) >= _position(records, stop[0])):
+            continue
+        reason = SkipReason.COUNTED_ALREADY if record.event in outcome.seen else SkipReason.PARENT_MISSING
+        skipped.append(Skipped(record.event, record.sequence, reason))
+    if expiries is not None:  # what count_expiries took off is not skipped
+        skipped = [record for record in skipped if record.event not in expiries.counted]
+    failure_at, error = (None, None) if stop is None else (stop[1], stop[2])
+    if expiries is not None and expiries.error is not None:
+        expiry_failure = expiries["batchItemFailures"][0]["itemIdentifier"]
+        if failure_at is None or _position_of_sequence(records, expiry_failure) < \
+                _position_of_sequence(records, failure_at):
+            failure_at, error = expiry_failure, expiries.error
+    result = StreamResult(failure_at, counted, skipped, outcome.changes, outcome.missing, outcome.floored,
+                          outcome.updates, outcome.write_units, outcome.consumed_capacity, expiries, error)
+    if error is not None:
+        logger.error("count_stream: stream record %s and the records after it were not applied: %s", failure_at,
+                     error)
+    _signal(found, outcome, result)
+    return result
+
+
+def _models(models: Iterable[Type[Model]]) -> Tuple[Type[Model], ...]:
+    """``models``, checked.
+
+    :raises InvalidArgumentError: not children counted from the stream, nor whose expiries are.
+    """
+    given = models_of(models, "count_stream", "Like")
+    for model in given:
+        spec = spec_of(model) if isinstance(model, type) else None
+        if spec is None or not (spec.streamed or any(relation.expiries == STREAM for relation in spec.relations)):
+            raise InvalidArgumentError(f"count_stream(models=...): {model!r} is not a child counted from the stream "
+                                       f"(a model with a relation declared counted_by(..., counting='stream'), or "
+                                       f"expiries='stream'). Nothing was written")
+    return given
+
+
+def _classify(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], ...], table: Optional[str]
+              ) -> Tuple[List[_Record], List[Skipped], Optional[Tuple[str, str, BaseException]]]:
+    """The records to count, in stream order, each once; the records skipped; and the first record whose changes
+    cannot be computed (a ``key=``, ``when=`` or ``amount=`` that fails on its images), where the batch stops.
+
+    :raises ConfigurationError: a record of a table of ``models`` without the images it needs.
+    """
+    tables = {model.Meta.table_name for model in models}
+    found: List[_Record] = []
+    skipped: List[Skipped] = []
+    seen: Set[str] = set()
+    stop: Optional[Tuple[str, str, BaseException]] = None
+    for record in records:
+        change = record["dynamodb"]
+        event, sequence = str(record["eventID"]), str(change.get("SequenceNumber", ""))
+        named = table_of(record, table)
+        if not models or named is not None and named not in tables:
+            skipped.append(Skipped(event, sequence, SkipReason.UNKNOWN))
+            continue
+        _check_images(record, named or next(iter(tables)))
+        if stop is not None:
+            continue  # its images are checked, so that nothing is written where one lacks them
+        try:
+            counted = _record(record, models, named)
+        except (ParentKeyError, ChildValueError) as error:
+            stop = (event, sequence, error)
+            continue
+        if isinstance(counted, Skipped):
+            skipped.append(counted)
+        elif counted.event in seen:
+            skipped.append(Skipped(event, sequence, SkipReason.REPEATED))
+        else:
+            seen.add(counted.event)
+            found.append(counted)
+    return found, skipped, stop
+
+
+def _check_images(record: Mapping[str, Any], table: str) -> None:
+    """Refuse a record without the images its kind needs.
+
+    :raises ConfigurationError: naming the stream's view type and what it must be.
+    """
+    change = record["dynamodb"]
+    view = change.get("StreamViewType")
+    wanted = _IMAGES.get(str(record.get("eventName")), ())
+    if (view is not None and view != "NEW_AND_OLD_IMAGES") or any(image not in change for image in wanted):
+        raise ConfigurationError(f"stream record {record['eventID']} of {table} is a {record.get('eventName')} "
+                                 f"without {' and '.join(wanted) or 'its images'}: the stream's view type is "
+                                 f"{view or 'KEYS_ONLY, NEW_IMAGE or OLD_IMAGE'}. A relation counted from the stream "
+                                 f"compares the old image with the new: set the view type to NEW_AND_OLD_IMAGES "
+                                 f"(see the 'Counting from the stream' page). Nothing was written")
+
+
+def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: Optional[str]
+            ) -> Union[_Record, Skipped]:
+    """What ``record`` counts, or why it is skipped.
+
+    :raises ParentKeyError: a key function gave an unusable parent key.
+    :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    """
+    change = record["dynamodb"]
+    event, sequence = str(record["eventID"]), str(change.get("SequenceNumber", ""))
+    kind = str(record.get("eventName"))
+    old = change.get("OldImage") if kind in ("MODIFY", "REMOVE") else None
+    new = change.get("NewImage") if kind in ("INSERT", "MODIFY") else None
+    if any(image is not None and MARKER in image for image in (old, new)):
+        return Skipped(event, sequence, SkipReason.A_MARKER)
+    before = load(old, models, named) if old is not None else None
+    after = load(new, models, named) if new is not None else None
+    if before is None and after is None:
+        return Skipped(event, sequence, SkipReason.UNKNOWN)
+    if before is not None and after is not None and type(before) is not type(after):  # another class now
+        gone, came = deltas(spec_of(type(before)).stream_counting, before, None), \
+            deltas(spec_of(type(after)).stream_counting, None, after)
+        found = Deltas(gone.removed, came.added)
+    else:
+        model = type(after if after is not None else before)
+        found = deltas(spec_of(model).stream_counting, before, after)
+    if found is NONE or not found.counted:
+        return Skipped(event, sequence, SkipReason.NOT_STREAMED)
+    child = after if after is not None else before
+    assert child is not None
+    for relation, counted in found.counted:
+        _check_partition(relation, counted, child)
+    return _Record(event, sequence, padded(sequence), child, found)
+
+
+def _check_partition(relation: RelationSpec, change: CounterChange, child: Model) -> None:
+    """Refuse a change into a parent outside the child's partition: its records are not in order with the
+    parent's other children's, so a mark cannot tell which were counted.
+
+    :raises ParentKeyError: saying where the children must be stored.
+    """
+    child_hash = serialize_key(type(child), key_of(child))[0]
+    parent_hash = serialize_key(relation.parent_model, change.key)[0]
+    if child_hash != parent_hash:
+        raise ParentKeyError(f"{relation}: counted from the stream, a child is stored in its parent's partition (its "
+                             f"hash key is the parent's), so that its records reach the stream in order with its "
+                             f"siblings'; {type(child).__name__} {child_hash!r} counts into "
+                             f"{relation.parent_model.__name__} {parent_hash!r}. Count this relation with "
+                             f"counting='transaction'. Nothing was written")
+
+
+def _targets(found: Sequence[_Record]) -> List[_Target]:
+    """Every parent item the records change, with its changes in stream order."""
+    targets: Dict[ItemId, _Target] = {}
+    for record in found:
+        for kind in _KINDS:
+            for relation, change in getattr(record.found, kind):
+                model = relation.parent_model
+                where = item_of(model, relation.parent_spec, shard_key(change.key, change.shard))
+                target = targets.get(where)
+                if target is None:
+                    table = type(record.child).Meta.table_name
+                    target = targets[where] = _Target(model, change.key, change.shard, where, stream_mark_name(table))
+                target.counted.append((record, relation, change, kind))
+    return list(targets.values())
+
+
+@dataclass
+class _Outcome:
+    """What the updates of one call did."""
+
+    applied: Dict[str, List[Tuple[str, CounterChange]]] = field(default_factory=dict)
+    seen: Set[str] = field(default_factory=set)
+    changes: List[CounterChange] = field(default_factory=list)
+    missing: List[CounterChange] = field(default_factory=list)
+    floored: List[CounterChange] = field(default_factory=list)
+    updates: int = 0
+    write_units: float = 0.0
+    consumed_capacity: List[Mapping[str, Any]] = field(default_factory=list)
+
+
+def _count_into(target: _Target, policy: Optional[RetryPolicy], outcome: _Outcome) -> None:
+    """Send the update of one parent item: the changes of the records its mark does not hold yet, each counter's
+    added up. A failed condition is read from the item it returns: records counted already are left out and the
+    rest sent again; a parent that does not exist leaves its changes out; a decrement below zero takes off what
+    the counter holds.
+
+    :raises CounterError: an update DynamoDB refused otherwise, or whose retries ran out.
+    """
+    pending = list(target.counted)
+    stored: Optional[str] = None
+    floors: Dict[str, int] = {}
+    spec = pending[0][1].parent_spec
+    for _ in range(len(pending) + len(spec.counters) + 2):  # each round leaves out a record or floors a counter
+        if not pending:
+            return
+        update = _update(target, pending, stored, floors)
+        sent = send_update(target.model, update.request(""), policy=policy)
+        outcome.updates += 1
+        if sent.response is not None:
+            _applied(target, pending, update, floors, sent.response, outcome)
+            return
+        item = sent.refused or {}
+        outcome.write_units += write_units(item_bytes(item))  # a failed condition consumes its write units too
+        found = (item.get(target.mark_name) or {}).get("S")
+        if found is not None and found >= pending[0][0].mark:
+            outcome.seen.update(record.event for record, _, _, _ in pending if record.mark <= found)
+            pending = [entry for entry in pending if entry[0].mark > found]
+            stored = found
+            continue
+        error = update.condition_error(Cancellation(CHECK_FAILED, item or None, (), None))
+        if isinstance(error, ParentNotFoundError):
+            outcome.missing.extend(_summed(entry[2] for entry in pending))
+            return
+        if isinstance(error, CounterUnderflowError) and error.attribute is not None:
+            held = error.stored if isinstance(error.stored, int) and error.stored > 0 else 0
+            floors[error.attribute] = -held
+            stored = found
+            continue
+        raise error
+    raise CounterError(f"count_stream: the update of {target.model.__name__} {target.key!r} kept being refused; "
+                       f"nothing was counted into it")
+
+
+def _update(target: _Target, pending: Sequence[Tuple[_Record, RelationSpec, CounterChange, str]],
+            stored: Optional[str], floors: Mapping[str, int]) -> ParentUpdate:
+    """The update of ``target`` counting ``pending``, its counters floored as ``floors`` says."""
+    relation = pending[0][1]
+    totals: Dict[str, int] = {}
+    feeders: Set[str] = set()
+    creates = False
+    rollup = all(entry[1].create_parent for entry in pending)
+    defaults: Optional[Dict[str, Any]] = None
+    for record, counting, change, kind in pending:
+        totals[change.attribute] = totals.get(change.attribute, 0) + change.delta
+        feeders.add(feeder_entry_of(counting))
+        if kind == "added" and counting.create_parent and not creates:
+            creates = True
+            defaults = parent_defaults(counting, record.child)
+    for name, floor in floors.items():
+        if totals.get(name, 0) < floor:
+            totals[name] = floor
+    mark = StreamMark(target.mark_name, pending[0][0].mark, pending[-1][0].mark, stored)
+    return ParentUpdate(target.model, target.key, target.shard, target.where, relation, relation.parent_spec, totals,
+                        feeders, rollup=rollup, creates=creates and rollup, defaults=defaults, mark=mark)
+
+
+def _applied(target: _Target, pending: Sequence[Tuple[_Record, RelationSpec, CounterChange, str]],
+             update: ParentUpdate, floors: Mapping[str, int], response: Mapping[str, Any], outcome: _Outcome) -> None:
+    """Record what an update applied: its records' changes, what floors left out, and its cost."""
+    summed = _summed(entry[2] for entry in pending)
+    for change in summed:
+        sent = update.deltas.get(change.attribute, change.delta)
+        if sent != change.delta:
+            outcome.floored.append(replace(change, delta=change.delta - sent))
+        if sent:
+            outcome.changes.append(replace(change, delta=sent))
+    for record, _, change, kind in pending:
+        outcome.applied.setdefault(record.event, []).append((kind, change))
+    outcome.write_units += write_units(item_bytes(response.get("Attributes") or {}))
+    if response.get("ConsumedCapacity"):
+        outcome.consumed_capacity.append(response["ConsumedCapacity"])
+
+
+def _summed(changes: Iterable[CounterChange]) -> List[CounterChange]:
+    """``changes`` of one parent item, one per counter, added up."""
+    totals: Dict[str, CounterChange] = {}
+    for change in changes:
+        held = totals.get(change.attribute)
+        totals[change.attribute] = change if held is None else replace(held, delta=held.delta + change.delta)
+    return list(totals.values())
+
+
+def _signal(found: Sequence[_Record], outcome: _Outcome, result: StreamResult) -> None:
+    """``child_removed``, ``child_added`` and ``child_changed`` for each record counted, with its changes
+    applied."""
+    if not (child_removed.receivers or child_added.receivers or child_changed.receivers):
+        return
+    for record in found:
+        applied = outcome.applied.get(record.event)
+        if not applied:
+            continue
+        for signal, kind in ((child_removed, "removed"), (child_added, "added"), (child_changed, "changed")):
+            changes = tuple(change for made, change in applied if made == kind)
+            if changes:
+                send_safely(signal, type(record.child), instance=record.child, changes=changes,
+                            consumed_capacity=(), result=result)
+
+
+def _position(records: Sequence[Mapping[str, Any]], event: str) -> int:
+    return next(index for index, record in enumerate(records) if str(record["eventID"]) == event)
+
+
+def _position_of_sequence(records: Sequence[Mapping[str, Any]], sequence: str) -> int:
+    return next((index for index, record in enumerate(records)
+                 if str(record["dynamodb"].get("SequenceNumber", "")) == sequence), len(records))

@@ -1,0 +1,129 @@
+"""
+Stream records as the handlers read them: the records of a Lambda event (or of ``GetRecords``), the table each
+belongs to, its sequence number in an order that compares as text, and the model instance an image holds.
+
+No I/O, but not pure: loading an image runs PynamoDB's deserialization of the models given.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+
+from pynamodb.exceptions import PynamoDBException
+
+from .._keys import as_returned, discriminator_of
+from ..declare._expiry_rules import ttl_attribute
+from ..declare._spec import relations_of
+from ..exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pynamodb.models import Model
+
+__all__ = ["SEQUENCE_DIGITS", "check_named", "load", "models_of", "padded", "records_of", "table_of"]
+
+SEQUENCE_DIGITS = 40
+"""The most digits a stream record's ``SequenceNumber`` has (DynamoDB Streams gives 21 to 40)."""
+
+
+def records_of(event: Any, caller: str) -> List[Mapping[str, Any]]:
+    """The records of ``event``, for ``caller`` (the handler, named in errors).
+
+    :raises InvalidArgumentError: not a stream event nor a list of records.
+    """
+    records = event.get("Records") if isinstance(event, Mapping) else event
+    if not isinstance(records, (list, tuple)) or not all(isinstance(record, Mapping) and "dynamodb" in record
+                                                         and "eventID" in record for record in records):
+        raise InvalidArgumentError(f"{caller}() takes a DynamoDB stream event ({{'Records': [...]}}, as Lambda "
+                                   f"delivers it) or its records (as GetRecords returns them), not "
+                                   f"{str(event)[:120]}. Nothing was written")
+    return list(records)
+
+
+def models_of(models: Any, caller: str, example: str) -> Tuple[Type[Model], ...]:
+    """``models`` as a tuple, for ``caller`` (the handler, named in errors, with an ``example`` list of models).
+
+    :raises InvalidArgumentError: not a list of models, or an empty one.
+    """
+    if isinstance(models, type) or isinstance(models, (str, bytes)):
+        raise InvalidArgumentError(f"{caller}(models=...) takes a list of models, such as [{example}], not "
+                                   f"{models!r}. Nothing was written")
+    given = tuple(models)
+    if not given:
+        raise InvalidArgumentError(f"{caller}(models=...) needs at least one model. Nothing was written")
+    return given
+
+
+def check_named(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], ...], table: Optional[str],
+                caller: str) -> None:
+    """Refuse records that name no table, for ``models`` in several tables, without ``table=``: no record could
+    be told to be of one model's table rather than another's, and each would be skipped.
+
+    :raises InvalidArgumentError: asking for ``table=``.
+    """
+    tables = sorted({model.Meta.table_name for model in models})
+    if table is not None or len(tables) < 2:
+        return
+    if any(":table/" not in str(record.get("eventSourceARN") or "") for record in records):
+        raise InvalidArgumentError(f"{caller}(): the records name no table (no eventSourceARN, as GetRecords "
+                                   f"returns them), and the models are in {len(tables)} tables: {', '.join(tables)}\n"
+                                   f"Give the records' table with table=, such as table={tables[0]!r} for the "
+                                   f"records of {tables[0]}'s stream. Nothing was written.")
+
+
+def table_of(record: Mapping[str, Any], table: Optional[str]) -> Optional[str]:
+    """The table ``record`` is of: named by its ``eventSourceARN``, else ``table`` (``None``: any)."""
+    source = str(record.get("eventSourceARN") or "")
+    return source.split(":table/", 1)[1].split("/", 1)[0] if ":table/" in source else table
+
+
+def padded(sequence: Any) -> str:
+    """A ``SequenceNumber`` as text that sorts as the number does: zero-padded to :data:`SEQUENCE_DIGITS`.
+
+    :raises InvalidArgumentError: not a sequence number.
+    """
+    text = str(sequence)
+    if not text.isdigit() or len(text) > SEQUENCE_DIGITS:
+        raise InvalidArgumentError(f"a stream record's SequenceNumber is a number of at most {SEQUENCE_DIGITS} "
+                                   f"digits, not {text[:60]!r}. Nothing was written")
+    return text.zfill(SEQUENCE_DIGITS)
+
+
+def load(image: Dict[str, Any], models: Sequence[Type[Model]], named: Optional[str], *, expiring: bool = False
+         ) -> Optional[Model]:
+    """The item ``image`` holds, as the one model of ``models`` it fits loads it, else ``None``: in the table
+    ``named`` (``None``: any), with its key attributes (and, ``expiring``, its TTL attribute), its class (a
+    polymorphic model's) and its relations' prefixes."""
+    loaded: List[Model] = []
+    for model in models:
+        attributes = model.get_attributes()
+        names = [attributes[name].attr_name for name in (model._hash_keyname, model._range_keyname) if name]
+        if named is not None and model.Meta.table_name != named or not all(name in image for name in names):
+            continue
+        if expiring:
+            ttl = ttl_attribute(model)
+            if ttl is None or ttl.attr_name not in image:
+                continue
+        if not _prefixed(model, image):
+            continue
+        discriminator = discriminator_of(model)
+        if discriminator is not None:
+            stored = (image.get(discriminator.attr_name) or {}).get("S")
+            if stored not in {discriminator.get_discriminator(cls)
+                              for cls in discriminator.get_registered_subclasses(model)}:
+                continue
+        try:
+            instance = model.from_raw_data(as_returned(image))
+        except (PynamoDBException, ValueError, TypeError, KeyError):  # an item this model cannot load is not its own
+            continue
+        if not any(type(instance) is type(other) for other in loaded):
+            loaded.append(instance)
+    return loaded[0] if len(loaded) == 1 else None
+
+
+def _prefixed(model: Type[Model], image: Dict[str, Any]) -> bool:
+    """Whether the image's sort key starts with one of the model's relations' ``prefix=``, where all have one."""
+    prefixes = [relation.prefix for relation in relations_of(model)]
+    if not model._range_keyname or not all(prefixes):
+        return True
+    raw = image.get(model.get_attributes()[model._range_keyname].attr_name) or {}
+    value = str(next(iter(raw.values()), ""))
+    return any(value.startswith(str(prefix)) for prefix in prefixes)

@@ -1,0 +1,390 @@
+"""Children counted from the table's stream (``counted_by(..., counting="stream")``): written as plain PynamoDB
+writes them (or by raw boto3, or BatchWriteItem), counted by ``count_stream`` from moto's real stream records,
+exactly once whatever Lambda delivers, at one UpdateItem per parent item of a batch.
+
+Every counter is compared with a recount of the children stored (:func:`recount`)."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pytest
+from pynamodb.attributes import TTLAttribute, UnicodeAttribute
+from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
+
+from pynamodb_counters import CounterField, CounterMixin, counted_by, signals
+from pynamodb_counters.exceptions import ConfigurationError, CounterError, InvalidArgumentError
+from pynamodb_counters.streams import SkipReason, StreamResult, count_stream
+from tests.support.factories import raw_client
+from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
+from tests.support.stream_records import lambda_event, read_stream
+
+pytestmark = pytest.mark.usefixtures("dynamodb")
+
+BOARDS = ["BOARD#b1", "BOARD#b2", "BOARD#b3"]
+
+
+@pytest.fixture
+def counters_models() -> List[type]:
+    return list(STREAM_MODELS)
+
+
+def boards(*pks: str) -> None:
+    for pk in pks or BOARDS:
+        Board(pk=pk, sk="META").save()
+        for name in ("inbox", "art"):
+            Folder(pk=pk, sk=f"FOLDER#{name}").save()
+
+
+def stream(after: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The Boards stream's records (after the sequence number ``after``), as GetRecords returns them."""
+    return read_stream("Boards", after=after)
+
+
+def count(records: Sequence[Dict[str, Any]]) -> StreamResult:
+    """``count_stream`` on ``records``, as a Lambda on the stream receives them."""
+    return count_stream(lambda_event(records, "Boards"), models=[Pin, Note])
+
+
+def recount(pk: str) -> Dict[str, Any]:
+    """What every counter of board ``pk`` should hold, from the pins stored."""
+    pins = list(Pin.query(pk, Pin.sk.startswith("PIN#"), consistent_read=True))
+    notes = list(Note.query(pk, Note.sk.startswith("NOTE#"), consistent_read=True))
+    return {"pin_count": len(pins), "stars": sum(int(pin.rating) for pin in pins),
+            "published": sum(pin.status == "published" for pin in pins), "views": len(pins),
+            "note_count": len(notes), "note_words": sum(int(note.words) for note in notes),
+            "folders": {name: n for name, n in Counter(pin.folder for pin in pins).items()},
+            "days": {day: n for day, n in Counter(pin.day for pin in pins).items()}}
+
+
+def stored(pk: str) -> Dict[str, Any]:
+    """What the counters of board ``pk`` hold."""
+    board = Board.get(pk, "META", consistent_read=True)
+    folders = {folder.sk[len("FOLDER#"):]: folder.pin_count
+               for folder in Folder.query(pk, Folder.sk.startswith("FOLDER#"), consistent_read=True)}
+    days = {day.sk[len("DAY#"):]: day.pins
+            for day in DailyPins.query(pk, DailyPins.sk.startswith("DAY#"), consistent_read=True)}
+    return {"pin_count": board.pin_count, "stars": board.stars, "published": board.published,
+            "views": Board.views.total((pk, "META"), consistent_read=True), "note_count": board.note_count,
+            "note_words": board.note_words, "folders": {name: n for name, n in folders.items() if n},
+            "days": {day: n for day, n in days.items() if n}}
+
+
+def exact(*pks: str) -> None:
+    for pk in pks or BOARDS:
+        assert stored(pk) == recount(pk), pk
+
+
+def activity(seed: int = 7, writes: int = 60) -> None:
+    """Pins saved, edited (rated, published, moved between folders and days) and deleted at random, through
+    PynamoDB, raw boto3 and BatchWriteItem."""
+    rng = random.Random(seed)
+    client = raw_client(None)
+    for _ in range(writes):
+        pk, user = rng.choice(BOARDS), f"u{rng.randrange(8)}"
+        how = rng.random()
+        if how < 0.55:
+            Pin(pk=pk, sk=f"PIN#{user}", folder=rng.choice(["inbox", "art"]), day=rng.choice(["d1", "d2"]),
+                status=rng.choice(["draft", "published"]), rating=rng.randrange(4)).save()
+        elif how < 0.7:
+            client.put_item(TableName="Boards", Item={"pk": {"S": pk}, "sk": {"S": f"PIN#{user}"},
+                                                      "folder": {"S": "art"}, "day": {"S": "d3"},
+                                                      "status": {"S": "published"}, "rating": {"N": "5"}})
+        elif how < 0.8:
+            with Pin.batch_write() as batch:
+                batch.save(Pin(pk=pk, sk=f"PIN#{user}", rating=1))
+                batch.delete(Pin(pk=pk, sk=f"PIN#x{user}"))
+        elif how < 0.9:
+            Pin(pk=pk, sk=f"PIN#{user}").delete()
+        else:
+            client.delete_item(TableName="Boards", Key={"pk": {"S": pk}, "sk": {"S": f"PIN#{user}"}})
+
+
+# -- the declaration ---------------------------------------------------------------------------------------------
+def test_counting_is_transaction_or_stream() -> None:
+    with pytest.raises(ConfigurationError, match=r"counting=.* is 'transaction' .* or 'stream' .*not 'lambda'"):
+        counted_by(Board.pin_count, key=lambda pin: (pin.pk, "META"), counting="lambda")
+
+
+def test_a_limited_counter_cannot_be_fed_from_the_stream() -> None:
+    class Room(CounterMixin, Model):
+        class Meta:
+            table_name = "StreamRooms"
+            region = "us-east-1"
+
+        pk = UnicodeAttribute(hash_key=True)
+        seats = CounterField(limit=3)
+
+    with pytest.raises(ConfigurationError, match=r"cannot feed .*Room.seats.*limit="):
+        counted_by(Room.seats, key=lambda guest: guest.pk, counting="stream")
+
+
+def test_a_stream_relation_needs_no_expiries_and_takes_none() -> None:
+    class Expiring(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        expires_at = TTLAttribute(null=True)
+        board = counted_by(Board.pin_count, key=lambda item: (item.pk, "META"), prefix="EXP#", counting="stream")
+
+    assert Expiring.board.counting == "stream"
+    with pytest.raises(ConfigurationError, match=r"counting='stream', expiries='stream'.*leave expiries= out"):
+        counted_by(Board.pin_count, key=lambda item: (item.pk, "META"), counting="stream", expiries="stream")
+
+
+# -- a child counted from the stream alone is written as plain PynamoDB writes it -----------------------------------
+def test_a_stream_child_is_written_with_one_plain_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    boards("BOARD#b1")
+    sent: List[str] = []
+    with pre_dynamodb_send.connected_to(lambda _, operation_name, **__: sent.append(operation_name)):
+        Pin(pk="BOARD#b1", sk="PIN#u1").save()
+        Pin(pk="BOARD#b1", sk="PIN#u1", rating=3).save()  # a duplicate save overwrites, as PynamoDB's does
+        pin = Pin.get("BOARD#b1", "PIN#u1")
+        pin.update(actions=[Pin.rating.set(2)])
+        pin.delete()
+    assert sent == ["PutItem", "PutItem", "GetItem", "UpdateItem", "DeleteItem"]
+    assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 0  # nothing counted yet
+
+
+def test_a_child_with_both_kinds_counts_its_transaction_relations_at_once_and_the_others_from_the_stream() -> None:
+    boards("BOARD#b1")
+    Note(pk="BOARD#b1", sk="NOTE#1", words=12).save()
+    board = Board.get("BOARD#b1", "META", consistent_read=True)
+    assert (board.note_count, board.note_words) == (1, 0)
+    result = count(stream())
+    assert [change.attribute for change in result.changes] == ["note_words"]
+    exact("BOARD#b1")
+
+
+# -- count_stream --------------------------------------------------------------------------------------------------
+def test_every_kind_of_relation_is_counted_from_writes_by_anyone() -> None:
+    boards()
+    activity()
+    Note(pk="BOARD#b2", sk="NOTE#1", words=7).save()
+    result = count(stream())
+    assert result == {"batchItemFailures": []} and result.error is None
+    exact()
+    assert result.counted and not result.missing and not result.floored
+
+
+def test_a_batch_delivered_again_counts_nothing() -> None:
+    boards()
+    activity()
+    records = stream()
+    count(records)
+    before = {pk: stored(pk) for pk in BOARDS}
+    again = count(records)
+    assert again.counted == () and again.changes == ()
+    assert {pk: stored(pk) for pk in BOARDS} == before
+    assert {skipped.reason for skipped in again.skipped} >= {SkipReason.COUNTED_ALREADY}
+    exact()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_any_split_and_redelivery_counts_each_record_once(seed: int) -> None:
+    """Batches cut anywhere, each delivered once or twice, each redelivered from a record within it (Lambda's
+    retry from the record named), with records repeated: the counters equal a recount."""
+    boards()
+    activity(seed=seed)
+    records = stream()
+    rng = random.Random(seed)
+    start = 0
+    while start < len(records):
+        end = min(len(records), start + rng.randrange(1, 12))
+        batch = records[start:end]
+        if rng.random() < 0.3:
+            batch = batch + batch[: rng.randrange(1, len(batch) + 1)]  # records repeated
+        count(batch)
+        if rng.random() < 0.5:
+            count(records[rng.randrange(start, end):end])  # redelivered from a record within it
+        if rng.random() < 0.3:
+            count(records[max(0, start - 5):end])  # an earlier batch's tail with it
+        start = end
+    exact()
+
+
+def test_a_hot_parent_costs_one_update_per_parent_item_per_batch() -> None:
+    """100 pins of one board in one batch: one UpdateItem of each item they count into (the board, its three
+    other view shards, the folder, the day), one write unit each (every item under 1 KB)."""
+    boards("BOARD#b1")
+    start = stream()[-1]["dynamodb"]["SequenceNumber"]
+    for n in range(100):
+        Pin(pk="BOARD#b1", sk=f"PIN#u{n}", folder="inbox", day="d1", rating=1).save()
+    result = count(stream(after=start))
+    assert result.updates == 6 and result.write_units == 6.0
+    assert sorted((change.attribute, change.shard, change.delta) for change in result.changes
+                  if change.parent is Board and change.attribute != "views") == [("pin_count", 0, 100),
+                                                                                ("stars", 0, 100)]
+    assert sum(change.delta for change in result.changes if change.attribute == "views") == 100
+    exact("BOARD#b1")
+
+
+def test_one_pin_on_each_of_many_boards_costs_one_unit_per_parent_item() -> None:
+    pks = [f"BOARD#m{n}" for n in range(8)]
+    for pk in pks:
+        Board(pk=pk, sk="META").save()
+        Folder(pk=pk, sk="FOLDER#inbox").save()
+    start = stream()[-1]["dynamodb"]["SequenceNumber"]
+    for pk in pks:
+        Pin(pk=pk, sk="PIN#u1", day="d1").save()
+    result = count(stream(after=start))
+    views_apart = sum(1 for change in result.changes if change.attribute == "views" and change.shard)
+    assert result.updates == len(pks) * 3 + views_apart  # the board, the folder, the day; a view shard apart
+    assert result.write_units == result.updates
+    exact(*pks)
+
+
+def test_a_record_whose_parent_does_not_exist_is_skipped_and_never_blocks_the_stream() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#none", sk="PIN#u1").save()
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    result = count(stream())
+    assert result == {"batchItemFailures": []}
+    assert any(change.parent is Board and change.key == ("BOARD#none", "META") for change in result.missing)
+    exact("BOARD#b1")
+
+
+def test_a_remove_never_takes_a_counter_below_zero() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1", rating=3).save()
+    first = stream()
+    count(first)
+    raw_client(None).update_item(TableName="Boards", Key={"pk": {"S": "BOARD#b1"}, "sk": {"S": "META"}},
+                                 UpdateExpression="SET stars = :one", ExpressionAttributeValues={":one": {"N": "1"}})
+    Pin(pk="BOARD#b1", sk="PIN#u1").delete()
+    result = count(stream(after=first[-1]["dynamodb"]["SequenceNumber"]))
+    board = Board.get("BOARD#b1", "META", consistent_read=True)
+    assert board.stars == 0 and board.pin_count == 0
+    assert [(change.attribute, change.delta) for change in result.floored] == [("stars", -2)]
+
+
+def test_records_without_both_images_are_refused_and_nothing_is_written() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    records = stream()
+    for record in records:
+        record["dynamodb"].pop("OldImage", None)
+        record["dynamodb"].pop("NewImage", None)
+        record["dynamodb"]["StreamViewType"] = "KEYS_ONLY"
+    with pytest.raises(ConfigurationError, match=r"view type is KEYS_ONLY.*NEW_AND_OLD_IMAGES"):
+        count(records)
+    assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 0
+
+
+def test_the_parents_own_records_and_other_models_are_skipped_and_said_so() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    count(stream())
+    later = stream()
+    result = count(later)
+    reasons = Counter(skipped.reason for skipped in result.skipped)
+    assert reasons[SkipReason.UNKNOWN] >= 3  # the board and its folders, as saved and as counted into
+    assert reasons[SkipReason.COUNTED_ALREADY] == 1
+
+
+def test_bad_arguments_are_refused_before_anything_is_written() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"takes a DynamoDB stream event"):
+        count_stream({"nope": 1}, models=[Pin])
+    with pytest.raises(InvalidArgumentError, match=r"Board.* is not a child counted from the stream"):
+        count_stream({"Records": []}, models=[Board])
+    with pytest.raises(InvalidArgumentError, match=r"takes a list of models"):
+        count_stream({"Records": []}, models=Pin)  # type: ignore[arg-type]
+
+
+def test_a_parent_outside_the_childs_partition_stops_the_batch_there() -> None:
+    class Elsewhere(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+            stream_view_type = "NEW_AND_OLD_IMAGES"
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        board_pk = UnicodeAttribute()
+        board = counted_by(Board.pin_count, key=lambda item: (item.board_pk, "META"), prefix="ELSE#",
+                           counting="stream")
+
+    boards("BOARD#b1")
+    Elsewhere(pk="USER#u1", sk="ELSE#1", board_pk="BOARD#b1").save()
+    result = count_stream(lambda_event(stream(), "Boards"), models=[Elsewhere])
+    assert result["batchItemFailures"] and "parent's partition" in str(result.error)
+    assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 0
+
+
+def test_signals_fire_for_what_the_handler_counts() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1", rating=2).save()
+    pin = Pin.get("BOARD#b1", "PIN#u1")
+    pin.folder = "art"
+    pin.save()
+    heard: List[Tuple[str, str, Tuple[str, ...]]] = []
+
+    def hear(name: str) -> Any:
+        return lambda sender, instance, changes, **_: heard.append((name, instance.folder,
+                                                                     tuple(c.attribute for c in changes)))
+
+    with signals.child_added.connected_to(hear("added"), sender=Pin), \
+            signals.child_removed.connected_to(hear("removed"), sender=Pin):
+        count(stream())
+        assert heard[0][0] == "added" and "pin_count" in heard[0][2]
+        assert ("removed", "art", ("pin_count",)) in heard and ("added", "art", ("pin_count",)) in heard
+        heard.clear()
+        count(stream())  # delivered again: nothing counted, nothing sent
+    assert heard == []
+
+
+def test_a_gone_rollup_is_created_again_by_its_first_count_with_its_defaults() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1", day="d9").save()
+    result = count(stream())
+    day = DailyPins.get("BOARD#b1", "DAY#d9", consistent_read=True)
+    assert (day.pins, day.label) == (1, "pins of d9")
+    assert result.error is None
+
+
+def test_a_failed_update_is_reported_from_its_first_record_and_redelivery_counts_the_rest_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pynamodb_counters.streams._counting as counting
+
+    boards()
+    activity(seed=11)
+    records = stream()
+    real = counting.send_update
+    calls = {"n": 0}
+
+    def failing(model: Any, request: Dict[str, Any], **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise CounterError("injected: the update did not land")
+        return real(model, request, **kwargs)
+
+    monkeypatch.setattr(counting, "send_update", failing)
+    result = count(records)
+    failed = result["batchItemFailures"][0]["itemIdentifier"]
+    assert isinstance(result.error, CounterError)
+    monkeypatch.setattr(counting, "send_update", real)
+    position = next(i for i, record in enumerate(records) if record["dynamodb"]["SequenceNumber"] == failed)
+    assert count(records[position:]) == {"batchItemFailures": []}
+    exact()
+
+
+# -- audits and repairs: records still in the stream are never taken for drift ---------------------------------------
+def test_an_audit_never_takes_records_waiting_in_the_stream_for_drift_and_a_repair_leaves_the_counter() -> None:
+    from pynamodb_counters import audit, repair
+
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    Pin(pk="BOARD#b1", sk="PIN#u2").save()  # both wait in the stream: the counter holds 0
+    report = audit(Board.pin_count, parents=[("BOARD#b1", "META")])
+    assert not report.drifts
+    assert [u.key for u in report.unverifiable] == [("BOARD#b1", "META")]
+    assert "fed from the stream" in report.unverifiable[0].reason
+    assert not repair(report.drifts).repairs
+    count(stream())
+    assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 2
+    exact("BOARD#b1")

@@ -1,0 +1,159 @@
+"""Counting from the stream under concurrency, on the served engine: 8 writer threads (half raw boto3, half
+PynamoDB through the models) save, edit, move and delete pins while handlers count the table's real stream, each
+batch split by partition key over two concurrent invocations (Lambda's ParallelizationFactor keeps order per key
+only), delivered twice, records repeated. Afterwards every counter equals a recount of the pins, and a replay of
+the whole stream changes nothing."""
+from __future__ import annotations
+
+import random
+import threading
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pytest
+
+from pynamodb_counters import RetryPolicy
+from pynamodb_counters.streams import StreamResult, count_stream
+from pynamodb_counters.testing.server import ServedMoto
+from tests.support.factories import raw_client
+from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Pin
+from tests.support.stream_records import lambda_event, read_stream
+
+pytestmark = pytest.mark.served
+
+FAST = RetryPolicy(max_attempts=10, base_delay=0.001, max_delay=0.01)
+BOARDS = [f"BOARD#{n}" for n in range(4)]
+STEPS = 320  # the writers' saves, edits and deletes, 40 a thread
+
+
+@pytest.fixture
+def counters_models() -> List[type]:
+    return list(STREAM_MODELS)
+
+
+def stored() -> Dict[str, Any]:
+    """Every counter, as stored."""
+    found: Dict[str, Any] = {}
+    for pk in BOARDS:
+        board = Board.get(pk, "META", consistent_read=True)
+        found[pk] = (board.pin_count, board.stars, board.published, Board.views.total((pk, "META"),
+                                                                                      consistent_read=True))
+        for folder in Folder.query(pk, Folder.sk.startswith("FOLDER#"), consistent_read=True):
+            if folder.pin_count:
+                found[f"{pk}/{folder.sk}"] = folder.pin_count
+        for day in DailyPins.query(pk, DailyPins.sk.startswith("DAY#"), consistent_read=True):
+            if day.pins:
+                found[f"{pk}/{day.sk}"] = day.pins
+    return found
+
+
+def recount() -> Dict[str, Any]:
+    """The same, recounted from the stored pins."""
+    found: Dict[str, Any] = {}
+    for pk in BOARDS:
+        pins = list(Pin.query(pk, Pin.sk.startswith("PIN#"), consistent_read=True))
+        found[pk] = (len(pins), sum(int(pin.rating) for pin in pins),
+                     sum(pin.status == "published" for pin in pins), len(pins))
+        for pin in pins:
+            for where in (f"{pk}/FOLDER#{pin.folder}", f"{pk}/DAY#{pin.day}"):
+                found[where] = found.get(where, 0) + 1
+    return found
+
+
+def deliver(records: Sequence[Dict[str, Any]], host: str, rng: random.Random) -> List[StreamResult]:
+    """One batch as Lambda may deliver it: split by partition key over two concurrent invocations, each part
+    delivered twice, some records repeated."""
+    event = lambda_event(records, "Boards", host)["Records"]
+    parts: List[List[Dict[str, Any]]] = [[], []]
+    for record in event:
+        parts[zlib.crc32(record["dynamodb"]["Keys"]["pk"]["S"].encode()) % 2].append(record)
+    results: List[StreamResult] = []
+
+    def invoke(part: List[Dict[str, Any]]) -> None:
+        repeated = part + part[: rng.randrange(0, len(part) + 1)]
+        for _ in range(2):
+            results.append(count_stream({"Records": repeated}, models=[Pin], retry=FAST))
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(invoke, [part for part in parts if part]))
+    return results
+
+
+@pytest.mark.slow
+def test_eight_writers_half_raw_boto3_counted_from_the_stream_by_parallel_handlers_stay_exact(
+        served: ServedMoto) -> None:
+    host = served.endpoint_url
+    for pk in BOARDS:
+        Board(pk=pk, sk="META").save()
+        for name in ("inbox", "art"):
+            Folder(pk=pk, sk=f"FOLDER#{name}").save()
+    rng = random.Random(30)
+    plan = [(n % 8, rng.choice(["save", "save", "edit", "delete"]), rng.choice(BOARDS), f"PIN#u{rng.randrange(24)}",
+             rng.randrange(4), rng.choice(["inbox", "art"]), rng.choice(["d1", "d2"])) for n in range(STEPS)]
+    unexpected: List[str] = []
+    lock = threading.Lock()
+    client = raw_client(host)
+
+    def act(step: Tuple[int, str, str, str, int, str, str]) -> None:
+        writer, op, pk, sk, rating, folder, day = step
+        try:
+            if writer < 4:  # raw boto3
+                if op == "delete":
+                    client.delete_item(TableName="Boards", Key={"pk": {"S": pk}, "sk": {"S": sk}})
+                elif op == "edit":  # of a pin that exists: moto 5 records an UpdateItem that creates its item
+                    # as two INSERTs (DynamoDB records one), which any stream consumer would count twice
+                    try:
+                        client.update_item(TableName="Boards", Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                                           UpdateExpression="SET folder = :f, rating = :r, #s = :s",
+                                           ConditionExpression="attribute_exists(pk)",
+                                           ExpressionAttributeNames={"#s": "status"},
+                                           ExpressionAttributeValues={":f": {"S": folder},
+                                                                      ":r": {"N": str(rating)},
+                                                                      ":s": {"S": "published"}})
+                    except client.exceptions.ConditionalCheckFailedException:
+                        pass  # no such pin: nothing written
+                else:
+                    client.put_item(TableName="Boards", Item={"pk": {"S": pk}, "sk": {"S": sk},
+                                                              "folder": {"S": folder}, "day": {"S": day},
+                                                              "rating": {"N": str(rating)}, "status": {"S": "draft"}})
+            elif op == "delete":
+                Pin(pk=pk, sk=sk).delete()
+            elif op == "edit":
+                pin = Pin(pk=pk, sk=sk, folder=folder, day=day, rating=rating, status="published")
+                pin.save()
+            else:
+                Pin(pk=pk, sk=sk, folder=folder, day=day, rating=rating).save()
+        except Exception as error:  # noqa: BLE001 - collected, asserted empty
+            with lock:
+                unexpected.append(repr(error))
+
+    handled: List[StreamResult] = []
+    writing = threading.Event()
+    writing.set()
+
+    def handler() -> None:
+        after: Optional[str] = None
+        batches = random.Random(31)
+        while True:
+            still = writing.is_set()
+            records = read_stream("Boards", host, after=after)
+            if records:
+                after = records[-1]["dynamodb"]["SequenceNumber"]
+                handled.extend(deliver(records, host, batches))
+            elif not still:
+                return
+
+    with ThreadPoolExecutor(9) as pool:
+        done = pool.submit(handler)
+        list(pool.map(act, plan))
+        writing.clear()
+        done.result()
+
+    assert unexpected == []
+    assert all(result == {"batchItemFailures": []} for result in handled), [r.error for r in handled if r.error]
+    exact = stored()
+    assert exact == recount()
+    replay = count_stream(lambda_event(read_stream("Boards", host), "Boards", host), models=[Pin], retry=FAST)
+    assert replay == {"batchItemFailures": []} and replay.counted == () and replay.updates > 0
+    assert stored() == exact
