@@ -68,9 +68,9 @@ def add_to_parent() -> Dict[str, Any]:
     }
 
 
-def keys(client: Any) -> List[str]:
-    """All hash keys in the test table, sorted."""
-    pages = client.get_paginator("scan").paginate(TableName=TABLE)
+def keys(client: Any, table: str = TABLE) -> List[str]:
+    """All hash keys in the test table (or ``table``), sorted."""
+    pages = client.get_paginator("scan").paginate(TableName=table)
     return sorted(item["pk"]["S"] for page in pages for item in page["Items"])
 
 
@@ -155,6 +155,35 @@ def test_reset_drops_everything(server: ServedMoto, direct: Any) -> None:
     assert direct.list_tables()["TableNames"] == [TABLE]
     server.reset()
     assert direct.list_tables()["TableNames"] == []
+
+
+def test_a_cancelled_transaction_leaves_items_and_stream_as_they_were_with_item_backups() -> None:
+    """With item backups, as with moto's copy of every table: a cancelled transaction leaves no item and no stream
+    record of its actions."""
+    with ServedMoto(item_backups=True) as engine:
+        client = make_client(engine.endpoint_url)
+        client.create_table(TableName="Streamed", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                            BillingMode="PAY_PER_REQUEST",
+                            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
+        client.put_item(TableName="Streamed", Item={"pk": {"S": "kept"}, "n": {"N": "1"}})
+        with pytest.raises(ClientError, match="TransactionCanceled"):
+            client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": "Streamed", "Item": {"pk": {"S": "new"}}}},
+                {"Update": {"TableName": "Streamed", "Key": {"pk": {"S": "kept"}}, "UpdateExpression": "ADD n :one",
+                            "ExpressionAttributeValues": {":one": {"N": "1"}}}},
+                {"ConditionCheck": {"TableName": "Streamed", "Key": {"pk": {"S": "absent"}},
+                                    "ConditionExpression": "attribute_exists(pk)"}}])
+        assert keys(client, "Streamed") == ["kept"]
+        assert client.get_item(TableName="Streamed", Key={"pk": {"S": "kept"}})["Item"]["n"] == {"N": "1"}
+        streams = boto3.client("dynamodbstreams", region_name="us-east-1", endpoint_url=engine.endpoint_url,
+                               aws_access_key_id="testing", aws_secret_access_key="testing")
+        arn = client.describe_table(TableName="Streamed")["Table"]["LatestStreamArn"]
+        shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records = streams.get_records(ShardIterator=iterator)["Records"]
+        assert [(r["eventName"], r["dynamodb"]["Keys"]["pk"]["S"]) for r in records] == [("INSERT", "kept")]
 
 
 def test_start_on_port_in_use_leaves_moto_unpatched_with_item_backups() -> None:
