@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
@@ -388,3 +389,64 @@ def test_an_audit_never_takes_records_waiting_in_the_stream_for_drift_and_a_repa
     count(stream())
     assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 2
     exact("BOARD#b1")
+
+
+# -- records read with GetRecords, view types, deletions by TTL ------------------------------------------------------
+def test_records_read_with_get_records_are_counted_with_table() -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    records = stream()  # as GetRecords returns them: no eventSourceARN
+    assert all("eventSourceARN" not in record for record in records)
+    result = count_stream(records, models=[Pin], table="Boards")
+    assert result == {"batchItemFailures": []} and len(result.counted) == 1
+    exact("BOARD#b1")
+
+
+@pytest.mark.parametrize("view", ["NEW_IMAGE", "OLD_IMAGE"])
+def test_a_stream_with_one_image_is_refused_and_nothing_is_written(view: str) -> None:
+    boards("BOARD#b1")
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    records = stream()
+    for record in records:
+        record["dynamodb"]["StreamViewType"] = view
+        record["dynamodb"].pop("OldImage" if view == "NEW_IMAGE" else "NewImage", None)
+    with pytest.raises(ConfigurationError, match=rf"view type is {view}"):
+        count(records)
+    assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 0
+
+
+def test_a_deletion_by_ttl_is_a_remove_like_any_other_and_expiries_of_transaction_relations_go_with_it() -> None:
+    """One handler for a table: a child with a TTL counted from the stream (no expiries=) and in its transaction
+    (expiries='stream'). Its deletion by TTL takes it off both, once; a replay changes nothing."""
+    from tests.support.stream_records import expire, ttl_marked
+
+    class Reminder(CounterMixin, Model):
+        class Meta:
+            table_name = "Boards"
+            region = "us-east-1"
+            stream_view_type = "NEW_AND_OLD_IMAGES"
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        due = TTLAttribute(null=True)
+        on_board = counted_by(Board.pin_count, key=lambda item: (item.pk, "META"), prefix="REMIND#",
+                              counting="stream")
+        noted = counted_by(Board.note_count, key=lambda item: (item.pk, "META"), prefix="REMIND#",
+                           expiries="stream")
+
+    boards("BOARD#b1")
+    Reminder(pk="BOARD#b1", sk="REMIND#1", due=datetime(2026, 1, 1, tzinfo=timezone.utc)).save()
+    handler = lambda records: count_stream(lambda_event(records, "Boards"), models=[Reminder])  # noqa: E731
+    assert handler(stream()).error is None
+    board = Board.get("BOARD#b1", "META", consistent_read=True)
+    assert (board.pin_count, board.note_count) == (1, 1)
+    expired = expire("Boards", [{"pk": {"S": "BOARD#b1"}, "sk": {"S": "REMIND#1"}}])
+    result = handler(ttl_marked(stream(), expired))
+    assert result == {"batchItemFailures": []}
+    assert result.expiries is not None and len(result.expiries.counted) == 1
+    board = Board.get("BOARD#b1", "META", consistent_read=True)
+    assert (board.pin_count, board.note_count) == (0, 0)
+    replay = handler(ttl_marked(stream(), expired))
+    assert replay.counted == () and replay.expiries is not None and replay.expiries.counted == ()
+    board = Board.get("BOARD#b1", "META", consistent_read=True)
+    assert (board.pin_count, board.note_count) == (0, 0)
