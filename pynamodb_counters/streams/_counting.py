@@ -25,7 +25,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Type, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Type,
+    Union,
+)
 
 from pynamodb.exceptions import PynamoDBException
 
@@ -122,18 +136,20 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
     else:
         expiries = None
     policy = retry if retry is not None else getattr(given[0].Meta, "counter_retry", None)
+    position = _positions(records, lambda record: str(record["eventID"]))
+    by_sequence = _positions(records, lambda record: str(record["dynamodb"].get("SequenceNumber", "")))
     outcome = _Outcome()
     for target in _targets(found):
         try:
             _count_into(target, policy, outcome)
         except (CounterError, PynamoDBException) as refused:
             first = target.counted[0][0]
-            if stop is None or _position(records, first.event) < _position(records, stop[0]):
+            if stop is None or position[first.event] < position[stop[0]]:
                 stop = (first.event, first.sequence, refused)
     counted = [record.event for record in found if record.event in outcome.applied]
     for record in found:
         if record.event in outcome.applied or (stop is not None and
-                                               _position(records, record.event) >= _position(records, stop[0])):
+                                               position[record.event] >= position[stop[0]]):
             continue
         reason = SkipReason.COUNTED_ALREADY if record.event in outcome.seen else SkipReason.PARENT_MISSING
         skipped.append(Skipped(record.event, record.sequence, reason))
@@ -142,8 +158,8 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
     failure_at, error = (None, None) if stop is None else (stop[1], stop[2])
     if expiries is not None and expiries.error is not None:
         expiry_failure = expiries["batchItemFailures"][0]["itemIdentifier"]
-        if failure_at is None or _position_of_sequence(records, expiry_failure) < \
-                _position_of_sequence(records, failure_at):
+        if failure_at is None or by_sequence.get(expiry_failure, len(records)) < \
+                by_sequence.get(failure_at, len(records)):
             failure_at, error = expiry_failure, expiries.error
     result = StreamResult(failure_at, counted, skipped, outcome.changes, outcome.missing, outcome.floored,
                           outcome.updates, outcome.write_units, outcome.consumed_capacity, expiries, error)
@@ -410,10 +426,9 @@ def _signal(found: Sequence[_Record], outcome: _Outcome, result: StreamResult) -
                             consumed_capacity=(), result=result)
 
 
-def _position(records: Sequence[Mapping[str, Any]], event: str) -> int:
-    return next(index for index, record in enumerate(records) if str(record["eventID"]) == event)
-
-
-def _position_of_sequence(records: Sequence[Mapping[str, Any]], sequence: str) -> int:
-    return next((index for index, record in enumerate(records)
-                 if str(record["dynamodb"].get("SequenceNumber", "")) == sequence), len(records))
+def _positions(records: Sequence[Mapping[str, Any]], field: Callable[[Mapping[str, Any]], str]) -> Dict[str, int]:
+    """Where each record first appears in the batch, by ``field`` (its ``eventID`` or its sequence number)."""
+    found: Dict[str, int] = {}
+    for index, record in enumerate(records):
+        found.setdefault(field(record), index)
+    return found
