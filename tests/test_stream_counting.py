@@ -450,3 +450,13 @@ def test_a_deletion_by_ttl_is_a_remove_like_any_other_and_expiries_of_transactio
     assert replay.counted == () and replay.expiries is not None and replay.expiries.counted == ()
     board = Board.get("BOARD#b1", "META", consistent_read=True)
     assert (board.pin_count, board.note_count) == (0, 0)
+
+
+def test_bulk_writes_refuse_a_child_counted_from_the_stream_alone_and_write_nothing() -> None:
+    from pynamodb_counters import bulk_save
+    from pynamodb_counters.exceptions import CountingBypassError
+
+    boards("BOARD#b1")
+    with pytest.raises(CountingBypassError, match=r"counted from the stream: write its items with .*batch_write"):
+        bulk_save([Pin(pk="BOARD#b1", sk="PIN#u1")])
+    assert Pin.count("BOARD#b1", Pin.sk.startswith("PIN#"), consistent_read=True) == 0
