@@ -61,6 +61,7 @@ from ..exceptions import (
 )
 from ..signals import child_added, child_changed, child_removed, send_safely
 from ..write._actions import CHECK_FAILED, Cancellation, ParentUpdate, StreamMark, item_of
+from ..write._commit import policy_of
 from ..write._deltas import NONE, Deltas, deltas, feeder_entry_of, parent_defaults
 from ..write._send import RetryPolicy, send_update
 from ._expiries import count_expiries
@@ -135,7 +136,7 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
         expiries: Optional[ExpiryResult] = count_expiries(records, expiring, table=table, retry=retry)
     else:
         expiries = None
-    policy = retry if retry is not None else getattr(given[0].Meta, "counter_retry", None)
+    policy = policy_of(given, retry)
     position = _positions(records, lambda record: str(record["eventID"]))
     by_sequence = _positions(records, lambda record: str(record["dynamodb"].get("SequenceNumber", "")))
     outcome = _Outcome()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Callable, List, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .._write_results import CounterChange, WriteResult
 from ..exceptions import (
@@ -64,7 +64,7 @@ from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
 from ._stored import Stored, forget_stored, remember_stored
 from ._writes import Write, WriteKind
 
-__all__ = ["Committed", "Rejected", "UnitOfWork", "commit", "commit_in_part", "policy_for"]
+__all__ = ["Committed", "Rejected", "UnitOfWork", "commit", "commit_in_part", "policy_for", "policy_of"]
 
 
 @dataclass(frozen=True)
@@ -269,10 +269,15 @@ def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery
 def policy_for(writes: Sequence[Write], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:
     """The retry policy of a write: ``retry``, else the first model's ``Meta.counter_retry``, else ``None`` (the
     default)."""
+    return policy_of([write.model for write in writes], retry)
+
+
+def policy_of(models: Sequence[Type[Any]], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:
+    """``retry``, else the first of ``models``' ``Meta.counter_retry``, else ``None`` (the default)."""
     if retry is not None:
         return retry
-    for write in writes:
-        policy = getattr(getattr(write.model, "Meta", None), "counter_retry", None)
+    for model in models:
+        policy = getattr(getattr(model, "Meta", None), "counter_retry", None)
         if isinstance(policy, RetryPolicy):
             return policy
     return None
