@@ -374,23 +374,6 @@ def test_a_failed_update_is_reported_from_its_first_record_and_redelivery_counts
     exact()
 
 
-# -- audits and repairs: records still in the stream are never taken for drift ---------------------------------------
-def test_an_audit_never_takes_records_waiting_in_the_stream_for_drift_and_a_repair_leaves_the_counter() -> None:
-    from pynamodb_counters import audit, repair
-
-    boards("BOARD#b1")
-    Pin(pk="BOARD#b1", sk="PIN#u1").save()
-    Pin(pk="BOARD#b1", sk="PIN#u2").save()  # both wait in the stream: the counter holds 0
-    report = audit(Board.pin_count, parents=[("BOARD#b1", "META")])
-    assert not report.drifts
-    assert [u.key for u in report.unverifiable] == [("BOARD#b1", "META")]
-    assert "fed from the stream" in report.unverifiable[0].reason
-    assert not repair(report.drifts).repairs
-    count(stream())
-    assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 2
-    exact("BOARD#b1")
-
-
 # -- records read with GetRecords, view types, deletions by TTL ------------------------------------------------------
 def test_records_read_with_get_records_are_counted_with_table() -> None:
     boards("BOARD#b1")

@@ -1,8 +1,9 @@
 """Counting from the stream under concurrency, on the served engine: 8 writer threads (half raw boto3, half
 PynamoDB through the models) save, edit, move and delete pins while handlers count the table's real stream, each
 batch split by partition key over two concurrent invocations (Lambda's ParallelizationFactor keeps order per key
-only), delivered twice, records repeated. Afterwards every counter equals a recount of the pins, and a replay of
-the whole stream changes nothing."""
+only), delivered twice, records repeated, and an auditor repairs a counter drifted by hand while records wait for
+the handlers. Afterwards every counter equals a recount of the pins (with no repair after the writers stopped), and
+a replay of the whole stream changes nothing."""
 from __future__ import annotations
 
 import random
@@ -13,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from pynamodb_counters import RetryPolicy
+from pynamodb_counters import Drift, Repair, RetryPolicy, audit, repair
 from pynamodb_counters.streams import StreamResult, count_stream
 from pynamodb_counters.testing.server import ServedMoto
 from tests.support.factories import raw_client
@@ -144,11 +145,33 @@ def test_eight_writers_half_raw_boto3_counted_from_the_stream_by_parallel_handle
             elif not still:
                 return
 
-    with ThreadPoolExecutor(9) as pool:
+    drifts: List[Drift] = []
+    repairs: List[Repair] = []
+
+    def auditor() -> None:
+        """Drift board 0's pin count by hand (a raw ADD of 5), then audit every board and repair what is found,
+        while pins are written and wait for the handlers, until the drift is repaired."""
+        client.update_item(TableName="Boards", Key={"pk": {"S": BOARDS[0]}, "sk": {"S": "META"}},
+                           UpdateExpression="ADD pin_count :n", ExpressionAttributeValues={":n": {"N": "5"}})
+        for _ in range(200):
+            found = audit(Board.pin_count, parents=[(pk, "META") for pk in BOARDS]).drifts
+            drifts.extend(found)
+            repairs.extend(repair(found).repairs)
+            if any(done.status == "repaired" for done in repairs):
+                return
+
+    with ThreadPoolExecutor(10) as pool:
         done = pool.submit(handler)
+        audited = pool.submit(auditor)
         list(pool.map(act, plan))
+        audited.result()
         writing.clear()
         done.result()
+
+    # the only drift ever found is the one made by hand, by exactly its size, and it was repaired once
+    assert drifts and {(drift.key, drift.stored - drift.actual) for drift in drifts} == {((BOARDS[0], "META"), 5)}
+    assert [(r.drift.key, r.before - r.after) for r in repairs if r.status == "repaired"] == [((BOARDS[0], "META"),
+                                                                                                5)]
 
     assert unexpected == []
     assert all(result == {"batchItemFailures": []} for result in handled), [r.error for r in handled if r.error]

@@ -11,8 +11,8 @@ from typing import Any
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 
-__all__ = ["EDITED_BY", "EDIT_ID", "FEEDERS", "FEEDER_SEPARATOR", "MARKER", "SEQUENCE", "SHARD", "SHARD_COUNT",
-           "STORED_NAMES", "STREAM_MARK", "WRITE_ID", "stream_mark_name"]
+__all__ = ["EDITED_BY", "EDIT_ID", "FEEDERS", "FEEDER_SEPARATOR", "MARKER", "PROBE", "SEQUENCE", "SHARD",
+           "SHARD_COUNT", "STORED_NAMES", "STREAM_MARK", "WRITE_ID", "stream_mark_name"]
 
 WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
@@ -57,12 +57,19 @@ a child table counted into it by :func:`~pynamodb_counters.streams.count_stream`
 sequence number, zero-padded to 40 digits. One per child table feeding the item from the stream."""
 
 
+PROBE = "_cprobe"
+"""The attribute that makes an item an audit's probe: an item an audit of a counter fed from the stream writes into
+a parent's partition of the child table before it counts the children, and deletes after (its sort key is
+``_cprobe#<id>``), so that the stream shows which records the count saw. It holds the counter it proves
+(``Post.like_tally``); :func:`~pynamodb_counters.streams.count_stream` skips its records."""
+
+
 def stream_mark_name(table: str) -> str:
     """The name of the mark of the stream records of ``table`` counted into an item (:data:`STREAM_MARK`)."""
     return f"{STREAM_MARK}:{table}"
 
 
 STORED_NAMES = (WRITE_ID, EDIT_ID, SEQUENCE.attr_name, FEEDERS.attr_name, SHARD.attr_name, SHARD_COUNT.attr_name,
-                MARKER, STREAM_MARK)
+                MARKER, STREAM_MARK, PROBE)
 """Every attribute name the library stores on items, from the definitions above: a counted model's own attribute
 stored under one of them is refused when its class is made."""

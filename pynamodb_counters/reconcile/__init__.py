@@ -17,7 +17,11 @@ recounts that parent and tries again. A like that lands
 during a repair is never lost or counted twice, and a parent fed by a relation that is not loaded is refused.
 
 Children are counted by each relation feeding the counter: a strongly consistent ``Select=COUNT`` Query of the
-parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``counted_by(..., children=f)``.
+parent's partition for ``counted_by(..., prefix="LIKE#")``, or the caller's ``counted_by(..., children=f)``. A
+counter fed from the stream (``counting="stream"``) is compared with its children as they were at the last record
+the handler counted into it: the count is bracketed by a probe item in the parent's partition, and the changes of
+the records after the mark, up to the probe's removal in the child table's stream, are taken off it
+(``_stream_proof``; the "Counting from the stream" page).
 """
 from __future__ import annotations
 
@@ -58,6 +62,11 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
     """Compare a counter with the number of children on a bounded set of parents, or on every parent of a table
     export.
 
+    A counter fed from the stream is compared with its children at the last record the handler counted into it
+    (records still waiting are never drift): each count writes and deletes a probe item in the parent's
+    partition of the child table, and the child table's stream is read up to it ("Counting from the stream",
+    "Audits and repairs").
+
     :param target: the counter (``Post.like_tally``) or one relation feeding it (``Like.post``); either way every
       relation feeding the counter is counted.
     :param parents: explicit parent keys (hash values or ``(hash, range)`` tuples); a key that names no stored
@@ -96,6 +105,8 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
       export, an export whose account, region or table id is not the live table's (the message names which,
       with both values; unless ``export_of_copy``), a live table that cannot be described, a relation counted by
       a ``children=`` function (it reads the live table). Nothing is reported.
+    :raises TransactionError: the stream of a child table feeding a counter from the stream cannot be read, or a
+      probe could not be deleted (its key is named).
     :raises InvalidArgumentError: ``segments`` or ``workers`` below 1, a negative ``limit``; with ``export``,
       ``parents``, ``limit`` or ``segments``, an unknown ``engine``, ``spark`` without ``engine="spark"``;
       without ``export``, ``engine``, ``spark`` or ``export_of_copy``.
@@ -238,6 +249,8 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
 
     :param dry_run: report what would be done (``status="planned"``) and write nothing.
     :raises InvalidArgumentError: ``max_attempts`` is not a whole number of at least 1.
+    :raises TransactionError: DynamoDB rejected a repair's write otherwise than by its condition, or, for a counter
+      fed from the stream, its stream cannot be read or a probe could not be deleted.
     """
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise InvalidArgumentError(f"repair(max_attempts=...) is at least 1, not {max_attempts!r}")

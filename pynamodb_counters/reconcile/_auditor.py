@@ -11,16 +11,15 @@ keys, a parallel Scan, a list of drifts) and what they report are :mod:`pynamodb
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from pynamodb.constants import COUNT
-from pynamodb.exceptions import UpdateError
+from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from .._costs import read_units
 from .._keys import ParentKey, key_attributes, serialize_key
 from ..declare._attributes import CounterField
-from ..declare._expiry_rules import STREAM
 from ..declare._relations import Relation
 from ..declare._spec import shard_count
 from ..declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
@@ -41,17 +40,16 @@ from ._audit_rules import (
     sum_stored,
 )
 from ._reports import Drift, Repair, Unverifiable
+from ._stream_proof import MOVED, Probe, StreamProof
 
-__all__ = ["MOVING", "STREAMED", "Auditor", "Budget", "Observation"]
+__all__ = ["MOVING", "Auditor", "Budget", "Observation"]
 
 MOVING = "it changed during every count (live writes): audit it again"
 """The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent that never held still around a count."""
 
-STREAMED = ("fed from the stream by {relations}: children written may still wait for count_stream, so no count "
-            "proves it drifted or exact yet (audits of counters fed from the stream are not available yet)")
-"""The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent of a counter fed by relations declared
-``counting="stream"``: a count that differs from the counter may be records not counted yet, and a repair would
-count them twice once they are."""
+PROBE_FAILED = "its probe could not be written ({error}): an audit of a counter fed from the stream writes one"
+"""The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent of a counter fed from the stream whose probe
+(``reconcile._stream_proof``) could not be written: nothing was."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +64,9 @@ class Observation:
     sequence: Optional[int]
     feeders: FrozenSet[str] = frozenset()
     alone: bool = False
+    marks: Mapping[str, str] = field(default_factory=dict)
+    """The last stream record of each child table counted into it (``_cstream:<table>``), where it is fed from
+    the stream: what a count is compared at."""
 
 
 class Budget:
@@ -98,8 +99,7 @@ class Auditor:
         # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
         # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
         self.rollup = any(relation.create_parent for relation in self.feeders)
-        streamed = sorted(str(relation) for relation in self.feeders if relation.counting == STREAM)
-        self.streamed = STREAMED.format(relations=", ".join(streamed)) if streamed else ""
+        self.proof = StreamProof(counter, self.feeders)
         self.item_bytes = item_bytes
         self.units = 0.0
         self.estimated = False
@@ -142,13 +142,17 @@ class Auditor:
         feeders = frozenset(entry[len(self.entry):] for item in items
                            for entry in ((item or {}).get(FEEDERS.attr_name) or {}).get("SS", ())
                            if entry.startswith(self.entry))
-        return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), feeders)
+        marks = {table: str(((items[0] or {}).get(name) or {}).get("S", "")) for table, name in
+                 self.proof.marks.items()}
+        return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), feeders,
+                           marks=marks)
 
     def unverifiable(self, observation: Observation) -> Optional[Unverifiable]:
         """The parent as unverifiable when it records feeders that are not loaded here, or its counter is fed from
-        the stream, else ``None``."""
-        if self.streamed:
-            return Unverifiable(self.model, observation.key, self.attribute, observation.stored, cause=self.streamed)
+        the stream in a way an audit cannot prove, else ``None``."""
+        if self.proof and self.proof.cause:
+            return Unverifiable(self.model, observation.key, self.attribute, observation.stored,
+                                cause=self.proof.cause)
         unloaded = observation.feeders - self.loaded
         if not unloaded:
             return None
@@ -249,20 +253,43 @@ class Auditor:
         children are counted, then every parent counted is observed again at once, and each that held still
         around its count is judged. One that moved is checked again alone, with one round fewer."""
         findings: Dict[ParentKey, Union[Drift, Unverifiable, None]] = {}
-        counted: Dict[ParentKey, Tuple[Observation, int]] = {}
+        counted: Dict[ParentKey, Tuple[Observation, int, List[Probe]]] = {}
         for before in observations:
             refused = self.unverifiable(before)
             if refused is None:
                 try:
-                    counted[before.key] = (before, self.count(before.key, before.alone))
+                    counted[before.key] = (before, *self._probed_count(before))
                     continue
                 except Uncountable as error:
                     refused = Unverifiable(self.model, before.key, self.attribute, before.stored, cause=str(error))
             findings[before.key] = refused
         after = self.observe_all(list(counted)) if counted else {}
-        for key, (before, actual) in counted.items():
-            findings[key] = self._judge(before, actual, after[key], rounds)
+        waiting = self._waiting(list(counted.values()))
+        for key, (before, actual, _) in counted.items():
+            findings[key] = self._judge(before, actual, after[key], rounds, waiting.get(key, 0))
         return [findings[observation.key] for observation in observations]
+
+    def _probed_count(self, before: Observation) -> Tuple[int, List[Probe]]:
+        """:meth:`count` the parent's children; where its counter is fed from the stream, between the creation and
+        the removal of its probes (which it returns).
+
+        :raises Uncountable: a child cannot be counted, or a probe cannot be written.
+        """
+        if not self.proof:
+            return self.count(before.key, before.alone), []
+        try:
+            probes = self.proof.probe(before.key)
+        except PynamoDBException as error:
+            raise Uncountable(PROBE_FAILED.format(error=error)) from error
+        try:
+            return self.count(before.key, before.alone), probes
+        finally:
+            self.proof.withdraw(probes)
+
+    def _waiting(self, counted: Sequence[Tuple[Observation, int, List[Probe]]]) -> Dict[ParentKey, Union[int, str]]:
+        """What the records after each probed parent's marks change in its counter (or why it is not known)."""
+        probed = [(before.key, before.marks, probes) for before, _, probes in counted if probes]
+        return self.proof.waiting(probed) if probed else {}
 
     def check(self, observation: Observation, rounds: int = 3) -> Union[Drift, Unverifiable, None]:
         """The drift of one observed parent, ``None`` when it is exact, or :class:`Unverifiable` when its children
@@ -279,18 +306,25 @@ class Auditor:
         if refused is not None:
             return refused
         try:
-            actual = self.count(observation.key)
+            actual, probes = self._probed_count(observation)
         except Uncountable as error:
             return Unverifiable(self.model, observation.key, self.attribute, observation.stored, cause=str(error))
-        return self._judge(observation, actual, self.observe(observation.key), rounds)
+        after = self.observe(observation.key)
+        waiting = self._waiting([(observation, actual, probes)])
+        return self._judge(observation, actual, after, rounds, waiting.get(observation.key, 0))
 
-    def _judge(self, before: Observation, actual: int, after: Observation, rounds: int
-               ) -> Union[Drift, Unverifiable, None]:
+    def _judge(self, before: Observation, actual: int, after: Observation, rounds: int,
+               waiting: Union[int, str] = 0) -> Union[Drift, Unverifiable, None]:
         """The finding of a count made between the observations ``before`` and ``after``: drift or exact when the
-        parent held still around it, else counted again from ``after`` (``rounds`` counts in all)."""
+        parent held still around it, else counted again from ``after`` (``rounds`` counts in all). ``waiting``:
+        for a counter fed from the stream, what the records after the parent's marks change in it (the count at
+        the marks is ``actual`` less that), or why that is not known."""
         if not after.exists:
             return None  # deleted meanwhile: nothing to repair
-        if (after.sequence, after.stored) == (before.sequence, before.stored):
+        if isinstance(waiting, str) and waiting != MOVED:
+            return Unverifiable(self.model, before.key, self.attribute, before.stored, cause=waiting)
+        if waiting != MOVED and (after.sequence, after.stored) == (before.sequence, before.stored):
+            actual -= int(waiting)
             if before.stored == actual:
                 return None
             return Drift(self.model, before.key, self.attribute, before.stored, actual, before.sequence)

@@ -51,7 +51,8 @@ class Drift:
     :ivar stored: the value stored, or ``None`` when the item lacks the attribute: an ``int``, or a
       :class:`~decimal.Decimal` when the stored number is not whole (in :meth:`as_dict`, a string such as
       ``"3.5"``).
-    :ivar actual: the number of children counted.
+    :ivar actual: the number of children counted; for a counter fed from the stream, as they were at the last
+      record the handler counted into it (the count less the changes of the records still waiting).
     :ivar sequence: the parent's counted-write sequence when observed (``None`` if never counted); a repair
       conditions on it.
     """

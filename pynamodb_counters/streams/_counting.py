@@ -49,7 +49,7 @@ from .._write_results import CounterChange
 from ..declare._expiry_rules import MARKER, STREAM
 from ..declare._shards import shard_key
 from ..declare._spec import RelationSpec, spec_of
-from ..declare._stored_names import stream_mark_name
+from ..declare._stored_names import PROBE, stream_mark_name
 from ..exceptions import (
     ChildValueError,
     ConfigurationError,
@@ -71,7 +71,7 @@ from ._results import ExpiryResult, Skipped, SkipReason, StreamResult
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["count_stream"]
+__all__ = ["count_stream", "record_changes"]
 
 logger = logging.getLogger("pynamodb_counters.streams")
 
@@ -253,6 +253,8 @@ def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: O
     new = change.get("NewImage") if kind in ("INSERT", "MODIFY") else None
     if any(image is not None and MARKER in image for image in (old, new)):
         return Skipped(event, sequence, SkipReason.A_MARKER)
+    if any(image is not None and PROBE in image for image in (old, new)):
+        return Skipped(event, sequence, SkipReason.A_PROBE)
     before = load(old, models, named) if old is not None else None
     after = load(new, models, named) if new is not None else None
     if before is None and after is None:
@@ -271,6 +273,19 @@ def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: O
     for relation, counted in found.counted:
         _check_partition(relation, counted, child)
     return _Record(event, sequence, padded(sequence), child, found)
+
+
+def record_changes(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: Optional[str]
+                   ) -> Tuple[CounterChange, ...]:
+    """The counter changes :func:`count_stream` counts for ``record`` (a stream record of ``table``), every
+    relation of ``models`` declared ``counting="stream"`` compared from its images; none for a record it skips.
+    An audit reads them to tell what the records still waiting for the handler will change.
+
+    :raises ParentKeyError: a key function gave an unusable parent key, or a parent outside the child's partition.
+    :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    """
+    counted = _record(record, models, table)
+    return () if isinstance(counted, Skipped) else counted.found.changes
 
 
 def _check_partition(relation: RelationSpec, change: CounterChange, child: Model) -> None:

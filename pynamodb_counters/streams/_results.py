@@ -30,6 +30,8 @@ class SkipReason(str, Enum):
     """The deleted child counts in none of the relations declared ``expiries="stream"`` (``when=`` false)."""
     A_MARKER = "an expiry marker of the library"
     """The deleted item is one of the library's expiry markers, removed by its own TTL."""
+    A_PROBE = "an audit's probe"
+    """The item is a probe an audit of a counter fed from the stream wrote and deleted (``_cprobe``)."""
     REPEATED = "delivered twice in this batch"
     """The same record (``eventID``) appears earlier in the batch: it is taken off once."""
     TAKEN_OFF = "taken off already (its marker is stored: a batch delivered again)"
