@@ -11,14 +11,19 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
+from botocore.exceptions import ClientError
 from pynamodb.attributes import TTLAttribute, UnicodeAttribute
+from pynamodb.connection import Connection
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
+from pynamodb.transactions import TransactWrite
 
-from pynamodb_counters import CounterField, CounterMixin, counted_by, signals
+from pynamodb_counters import CountedTransaction, CounterField, CounterMixin, counted_by, signals
 from pynamodb_counters.exceptions import ConfigurationError, CounterError, InvalidArgumentError
 from pynamodb_counters.streams import SkipReason, StreamResult, count_stream
+from tests.support.client_hooks import hooked
 from tests.support.factories import raw_client
+from tests.support.models import REGION
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
 from tests.support.stream_records import lambda_event, read_stream
 
@@ -160,6 +165,21 @@ def test_a_child_with_both_kinds_counts_its_transaction_relations_at_once_and_th
     result = count(stream())
     assert [change.attribute for change in result.changes] == ["note_words"]
     exact("BOARD#b1")
+
+
+def test_pynamodbs_transact_write_and_a_counted_transaction_write_a_stream_child_plainly_and_the_stream_counts_it(
+        ) -> None:
+    boards("BOARD#b1")
+    with TransactWrite(connection=Connection(region=REGION)) as transaction:  # PynamoDB's own: not a bypass
+        transaction.save(Pin(pk="BOARD#b1", sk="PIN#u1", rating=2))
+    counted = CountedTransaction()
+    counted.save(Pin(pk="BOARD#b1", sk="PIN#u2", rating=3))
+    counted.save(Note(pk="BOARD#b1", sk="NOTE#1", words=4))  # a mixed child: its transaction relation at once
+    assert [(c.attribute, c.delta) for c in counted.commit().changes] == [("note_count", 1)]
+    assert stored("BOARD#b1")["pin_count"] == 0
+    count(stream())
+    exact("BOARD#b1")
+    assert stored("BOARD#b1")["stars"] == 5
 
 
 # -- count_stream --------------------------------------------------------------------------------------------------
@@ -348,27 +368,22 @@ def test_a_gone_rollup_is_created_again_by_its_first_count_with_its_defaults() -
     assert result.error is None
 
 
-def test_a_failed_update_is_reported_from_its_first_record_and_redelivery_counts_the_rest_once(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    import pynamodb_counters.streams._counting as counting
-
+def test_a_failed_update_is_reported_from_its_first_record_and_redelivery_counts_the_rest_once() -> None:
     boards()
     activity(seed=11)
     records = stream()
-    real = counting.send_update
     calls = {"n": 0}
 
-    def failing(model: Any, request: Dict[str, Any], **kwargs: Any) -> Any:
+    def failing(**_: Any) -> None:  # the 4th UpdateItem fails, before it reaches the engine
         calls["n"] += 1
         if calls["n"] == 4:
-            raise CounterError("injected: the update did not land")
-        return real(model, request, **kwargs)
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "injected: refused"},
+                               "ResponseMetadata": {"HTTPStatusCode": 400}}, "UpdateItem")
 
-    monkeypatch.setattr(counting, "send_update", failing)
-    result = count(records)
+    with hooked("before-send.dynamodb.UpdateItem", failing, Board):
+        result = count(records)
     failed = result["batchItemFailures"][0]["itemIdentifier"]
-    assert isinstance(result.error, CounterError)
-    monkeypatch.setattr(counting, "send_update", real)
+    assert isinstance(result.error, CounterError) and "injected" in str(result.error)
     position = next(i for i, record in enumerate(records) if record["dynamodb"]["SequenceNumber"] == failed)
     assert count(records[position:]) == {"batchItemFailures": []}
     exact()
