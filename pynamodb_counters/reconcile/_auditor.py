@@ -64,9 +64,9 @@ class Observation:
     sequence: Optional[int]
     feeders: FrozenSet[str] = frozenset()
     alone: bool = False
-    marks: Mapping[str, str] = field(default_factory=dict)
-    """The last stream record of each child table counted into it (``_cstream:<table>``), where it is fed from
-    the stream: what a count is compared at."""
+    marks: Mapping[Tuple[str, int], str] = field(default_factory=dict)
+    """Where its counter is fed from the stream, the last record of each child table counted into each of its
+    shard items (``_cstream:<table>``), by table and shard: what a count is compared at."""
 
 
 class Budget:
@@ -142,8 +142,8 @@ class Auditor:
         feeders = frozenset(entry[len(self.entry):] for item in items
                            for entry in ((item or {}).get(FEEDERS.attr_name) or {}).get("SS", ())
                            if entry.startswith(self.entry))
-        marks = {table: str(((items[0] or {}).get(name) or {}).get("S", "")) for table, name in
-                 self.proof.marks.items()}
+        marks = {(table, index): str(((item or {}).get(name) or {}).get("S", ""))
+                 for table, name in self.proof.marks.items() for index, item in counter_shards(self.counter, items)}
         return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), feeders,
                            marks=marks)
 

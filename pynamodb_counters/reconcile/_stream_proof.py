@@ -85,10 +85,6 @@ class StreamProof:
 
     def _unprovable(self, streamed: Sequence[Relation]) -> Optional[str]:
         """Why no parent of the counter can be proven, or ``None``."""
-        if self.counter.shards > 1:
-            return (f"{self.model.__name__}.{self.attribute} is fed from the stream over {self.counter.shards} "
-                    f"shards, each marked on its own: audits of sharded counters fed from the stream are not "
-                    f"available yet")
         parent_hash = key_attributes(self.model)[0]
         for relation in streamed:
             child = relation.child_model
@@ -145,11 +141,12 @@ class StreamProof:
                                        error) from error
 
     # -- the stream ----------------------------------------------------------------------------------------------
-    def waiting(self, parents: Sequence[Tuple[ParentKey, Mapping[str, str], Sequence[Probe]]],
+    def waiting(self, parents: Sequence[Tuple[ParentKey, Mapping[Tuple[str, int], str], Sequence[Probe]]],
                 wait: float = PROBE_WAIT) -> Dict[ParentKey, Waiting]:
-        """For each parent (its key, its marks by child table, its probes): the sum of the changes the records
-        after its mark make in the counter, up to its probe's removal; or the cause why it is not known (a record
-        that changes it came between the probe's creation and removal: the parent moved during the count).
+        """For each parent (its key, its marks by child table and shard, its probes): the sum of the changes the
+        records after its marks make in the counter (each shard item's after its own), up to its probe's removal;
+        or the cause why it is not known (a record that changes it came between the probe's creation and removal:
+        the parent moved during the count).
 
         :raises TransactionError: a child table has no stream, or the stream cannot be read.
         """
@@ -158,7 +155,8 @@ class StreamProof:
             probes = [probe for _, _, made in parents for probe in made if probe.table == table]
             if not probes:
                 continue
-            oldest = min((marks.get(table) or "") for _, marks, _ in parents)
+            oldest = min((mark for _, marks, _ in parents for (named, _), mark in marks.items() if named == table),
+                         default="")
             records = self._records(table, {probe.partition for probe in probes},
                                     {probe.range_value for probe in probes}, oldest, wait)
             for key, marks, made in parents:
@@ -166,13 +164,15 @@ class StreamProof:
                     held = found[key]
                     if probe.table != table or isinstance(held, str):
                         continue
-                    change = self._changes(key, marks.get(table) or "", probe, records, models)
+                    shards = {shard: mark for (named, shard), mark in marks.items() if named == table}
+                    change = self._changes(key, shards, probe, records, models)
                     found[key] = change if isinstance(change, str) else held + change
         return found
 
-    def _changes(self, key: ParentKey, mark: str, probe: Probe, records: Mapping[str, List[Mapping[str, Any]]],
-                 models: Tuple[Type[Any], ...]) -> Waiting:
-        """What the records of ``probe``'s partition after ``mark`` change in ``key``'s counter, or a cause."""
+    def _changes(self, key: ParentKey, marks: Mapping[int, str], probe: Probe,
+                 records: Mapping[str, List[Mapping[str, Any]]], models: Tuple[Type[Any], ...]) -> Waiting:
+        """What the records of ``probe``'s partition change in ``key``'s counter, each shard item's after its mark
+        (``marks``, by shard), or a cause."""
         partition = records.get(probe.partition, [])
         range_name = key_attributes(models[0])[1].attr_name
         opened = closed = None
@@ -187,7 +187,7 @@ class StreamProof:
         total = 0
         for record in partition:
             sequence = padded(record["dynamodb"]["SequenceNumber"])
-            if sequence <= mark or sequence >= closed:
+            if sequence >= closed:
                 continue
             try:
                 changes = record_changes(record, models, probe.table)
@@ -195,7 +195,8 @@ class StreamProof:
                 return f"a record waiting for count_stream cannot be counted ({error})"
             delta = sum(change.delta for change in changes
                         if change.attribute == self.attribute and tuple(change.key) == tuple(key)
-                        and change.parent.Meta.table_name == self.model.Meta.table_name)
+                        and change.parent.Meta.table_name == self.model.Meta.table_name
+                        and sequence > marks.get(change.shard, ""))
             if delta and sequence > opened:
                 return MOVED
             total += delta
