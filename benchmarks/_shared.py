@@ -25,8 +25,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 from pynamodb_counters.testing.server import ServedMoto
 
 __all__ = ["BenchmarkError", "ChildEngine", "LocalEngine", "RequestCounter", "add_common_options", "item_bytes",
-           "machine", "median", "now", "run_main", "say", "serve_queries_from_partition", "set_latency", "table",
-           "use_dummy_credentials", "value_bytes", "write_json"]
+           "machine", "median", "now", "run_main", "say", "serve_queries_from_partition", "set_latency",
+           "stream_records", "table", "use_dummy_credentials", "value_bytes", "write_json"]
 
 REGION = "us-east-1"
 
@@ -301,6 +301,28 @@ class RequestCounter:
             self.by_operation.clear()
             self.transact_actions.clear()
             self.transact_bodies.clear()
+
+
+# -- streams ------------------------------------------------------------------------------------------------------
+def stream_records(table_name: str) -> List[Dict[str, Any]]:
+    """Every record of ``table_name``'s stream, from TRIM_HORIZON, as GetRecords returns them (moto in-process,
+    with ``AWS_ACCOUNT_ID_ENDPOINT_MODE=disabled``)."""
+    import boto3
+
+    arn = boto3.client("dynamodb", region_name=REGION).describe_table(TableName=table_name)["Table"][
+        "LatestStreamArn"]
+    streams = boto3.client("dynamodbstreams", region_name=REGION)
+    records: List[Dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
+                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records.extend(page["Records"])
+            if not page["Records"]:
+                break
+            iterator = page.get("NextShardIterator")
+    return records
 
 
 # -- figures and output ---------------------------------------------------------------------------------------

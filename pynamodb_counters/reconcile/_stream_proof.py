@@ -19,8 +19,10 @@ its records.
 """
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Type, Union
@@ -41,7 +43,7 @@ from ..streams._counting import record_changes
 from ..streams._records import padded
 from ..write._send import pynamodb_connection
 
-__all__ = ["PROBE_WAIT", "Probe", "StreamProof"]
+__all__ = ["PROBE_WAIT", "Probe", "StreamProof", "streams_client"]
 
 PROBE_WAIT = 30.0
 """How long, in seconds, an audit waits for its probes' records to reach the stream (DynamoDB Streams shows a
@@ -78,7 +80,6 @@ class StreamProof:
         self.marks = {table: stream_mark_name(table) for table in self.children}
         self.cause = self._unprovable(streamed)
         self._arns: Dict[str, Optional[str]] = {}
-        self._clients: Dict[str, Any] = {}
 
     def __bool__(self) -> bool:
         return bool(self.children)
@@ -261,17 +262,7 @@ class StreamProof:
         return None
 
     def _client(self, table: str) -> Any:
-        """A DynamoDB Streams client with the child model's connection settings (its region, credentials and
-        ``Meta.host``)."""
-        client = self._clients.get(table)
-        if client is None:
-            connection = pynamodb_connection(self.children[table][0])
-            config = botocore.config.Config(connect_timeout=connection._connect_timeout_seconds,
-                                            read_timeout=connection._read_timeout_seconds,
-                                            retries={"mode": "standard"})
-            client = self._clients[table] = connection.session.create_client(
-                "dynamodbstreams", connection.region, endpoint_url=connection.host, config=config)
-        return client
+        return streams_client(self.children[table][0])
 
     def _arn(self, table: str) -> str:
         """The child table's latest stream.
@@ -291,6 +282,25 @@ class StreamProof:
 
 MOVED = "moved"
 """What :meth:`StreamProof._changes` gives for a parent written during its count."""
+
+
+_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_clients_lock = threading.Lock()
+
+
+def streams_client(model: Type[Any]) -> Any:
+    """A DynamoDB Streams client with ``model``'s connection settings (its region, credentials, timeouts and
+    ``Meta.host``), made once per PynamoDB connection."""
+    connection = pynamodb_connection(model)
+    with _clients_lock:
+        client = _clients.get(connection)
+        if client is None:
+            config = botocore.config.Config(connect_timeout=connection._connect_timeout_seconds,
+                                            read_timeout=connection._read_timeout_seconds,
+                                            retries={"mode": "standard"})
+            client = _clients[connection] = connection.session.create_client(
+                "dynamodbstreams", connection.region, endpoint_url=connection.host, config=config)
+        return client
 
 
 def _shards(client: Any, arn: str) -> List[Mapping[str, Any]]:
