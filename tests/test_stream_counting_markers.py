@@ -13,8 +13,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 from botocore.exceptions import ClientError
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
-from pynamodb_counters import signals
+from pynamodb_counters import CounterMixin, counted_by, signals
 from pynamodb_counters.declare._expiry_rules import MARKER, MARKER_LIFETIME
 from pynamodb_counters.exceptions import ConfigurationError
 from pynamodb_counters.streams import SkipReason, StreamResult, count_expiries, count_stream, not_a_marker
@@ -201,6 +203,28 @@ def test_a_child_model_without_a_ttl_attribute_stops_the_batch_at_its_record_and
     assert isinstance(result.error, ConfigurationError)
     assert "TTLAttribute" in str(result.error) and "Bookmark" in str(result.error)
     assert Post.get("POST#p1", consistent_read=True).bookmarks == 0 and markers("Bookmarks") == []
+
+
+def test_a_child_model_whose_hash_key_cannot_hold_a_marker_is_refused_at_its_record() -> None:
+    class Tally(CounterMixin, Model):
+        class Meta:
+            table_name = "Tallies"
+            region = "us-east-1"
+
+        number = NumberAttribute(hash_key=True)
+        post_id = UnicodeAttribute()
+        expires_at = TTLAttribute(null=True)
+        post = counted_by(Post.bookmarks, key=lambda tally: (tally.post_id,), counting="stream")
+
+    posts("POST#p1")
+    record = {"eventID": "e1", "eventName": "INSERT",
+              "dynamodb": {"SequenceNumber": "100", "StreamViewType": "NEW_AND_OLD_IMAGES",
+                           "Keys": {"number": {"N": "7"}}, "NewImage": {"number": {"N": "7"},
+                                                                        "post_id": {"S": "POST#p1"}}}}
+    result = count_stream([record], models=[Tally], table="Tallies")
+    assert result == {"batchItemFailures": [{"itemIdentifier": "100"}]}
+    assert isinstance(result.error, ConfigurationError) and "hash key to be a string" in str(result.error)
+    assert Post.get("POST#p1", consistent_read=True).bookmarks == 0
 
 
 def test_markers_expire_through_the_childs_ttl_and_their_own_records_are_skipped() -> None:

@@ -120,8 +120,9 @@ def _classify(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], .
 
 
 def not_a_marker() -> Condition:
-    """The condition an item of a child's table meets when it is not an expiry marker, for your own Scans, such
-    as ``Invite.scan(filter_condition=not_a_marker())``."""
+    """The condition an item of a child's table meets when it is not a marker of the library (an expiry's, or a
+    stream record's counted outside its parent's partition), for your own Scans, such as
+    ``Invite.scan(filter_condition=not_a_marker())``."""
     return Path(MARKER).does_not_exist()
 
 
