@@ -13,6 +13,9 @@ On moto in-process, with the table's stream on. Two scenarios, each written thre
 * **transaction**: the library's default, one TransactWriteItems per like (the like's Put, the post's ADD);
 * **stream**: the like written as plain PynamoDB writes it (one PutItem), then ``count_stream`` on the table's
   stream records, in one batch (as a Lambda with a batch size of at least the likes gets them);
+* **stream, another partition**: the same, the like stored under its user (in a table of its own, with a
+  ``TTLAttribute``), so that ``count_stream`` counts each record with a marker of its own, in transactions with
+  the post's merged update;
 * **per record, by hand**: the baseline, the stream aggregator a user writes without this library (AWS's sample):
   a PutItem per like, then one UpdateItem ``ADD like_tally 1`` per stream record. It is not exact (a batch
   delivered again counts twice): it is the floor of the work.
@@ -29,11 +32,12 @@ import argparse
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE
 from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
 
-from benchmarks._shared import BenchmarkError, add_common_options, run_main, say, table
+from benchmarks._shared import BenchmarkError, add_common_options, run_main, say, stream_records, table
 from pynamodb_counters import CounterField, CounterMixin, counted_by, item_bytes, write_units
 from pynamodb_counters.streams import count_stream
 from pynamodb_counters.testing import Backend
@@ -41,49 +45,40 @@ from pynamodb_counters.testing import Backend
 REGION = "us-east-1"
 
 
-def _models(table_name: str, counting: Optional[str]) -> Any:
-    """A post and its likes in ``table_name``: counted in transactions, from the stream, or (``None``) plain."""
-
+def _meta(table_name: str) -> type:
     class Meta:
         region = REGION
         stream_view_type = STREAM_NEW_AND_OLD_IMAGE
 
     Meta.table_name = table_name  # type: ignore[attr-defined]
+    return Meta
+
+
+def _models(table_name: str, counting: Optional[str], likes_table: Optional[str] = None) -> Any:
+    """A post and its likes in ``table_name``: counted in transactions, from the stream, or (``None``) plain. With
+    ``likes_table``, the likes are stored there, each under its user (``pk``, the sort key ``sk`` its post's key),
+    outside their post's partition."""
     bases = (CounterMixin, Model) if counting else (Model,)
     post = type(f"Post_{table_name}", bases, {
-        "Meta": Meta, "pk": UnicodeAttribute(hash_key=True), "sk": UnicodeAttribute(range_key=True),
+        "Meta": _meta(table_name), "pk": UnicodeAttribute(hash_key=True), "sk": UnicodeAttribute(range_key=True),
         "like_tally": CounterField() if counting else NumberAttribute(default=0)})
-    attrs: Dict[str, Any] = {"Meta": Meta, "pk": UnicodeAttribute(hash_key=True),
+    attrs: Dict[str, Any] = {"Meta": _meta(likes_table or table_name), "pk": UnicodeAttribute(hash_key=True),
                              "sk": UnicodeAttribute(range_key=True)}
-    if counting:
+    if likes_table:
+        attrs["expires_at"] = TTLAttribute(null=True)  # the markers expire through it
+        attrs["post"] = counted_by(post.like_tally, key=lambda like: (like.sk, "META"), counting="stream")
+    elif counting:
         attrs["post"] = counted_by(post.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#",
                                    counting=counting)
-    like = type(f"Like_{table_name}", bases, attrs)
+    like = type(f"Like_{likes_table or table_name}", bases, attrs)
     return post, like
 
 
 TRANSACTION = _models("BenchLikesTx", "transaction")
 STREAM = _models("BenchLikesStream", "stream")
+ELSEWHERE = _models("BenchPostsElsewhere", "stream", likes_table="BenchLikesElsewhere")
 PLAIN = _models("BenchLikesPlain", None)
-
-
-def _records(table_name: str) -> List[Dict[str, Any]]:
-    import boto3
-
-    client = boto3.client("dynamodb", region_name=REGION)
-    streams = boto3.client("dynamodbstreams", region_name=REGION)
-    arn = client.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
-    records: List[Dict[str, Any]] = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
-                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        while iterator:
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            records.extend(page["Records"])
-            if not page["Records"]:
-                break
-            iterator = page.get("NextShardIterator")
-    return records
+MODES = {"transaction": TRANSACTION, "stream": STREAM, "stream, another partition": ELSEWHERE, "by hand": PLAIN}
 
 
 def _raw(table_name: str, pk: str, sk: str) -> Dict[str, Any]:
@@ -96,29 +91,38 @@ def _raw(table_name: str, pk: str, sk: str) -> Dict[str, Any]:
 
 def _run(mode: str, posts: Sequence[str], likes: Sequence[str]) -> Dict[str, Any]:
     """One mode on fresh tables: the posts, then every like (``likes`` per post cycle), counted."""
-    post_model, like_model = {"transaction": TRANSACTION, "stream": STREAM, "by hand": PLAIN}[mode]
-    name = post_model.Meta.table_name
+    post_model, like_model = MODES[mode]
+    name, likes_name = post_model.Meta.table_name, like_model.Meta.table_name
+    elsewhere = name != likes_name
     with Backend("moto", [post_model, like_model]):
         for pk in posts:
             post_model(pk=pk, sk="META").save()
         for user in likes:
             for pk in posts:
-                like_model(pk=pk, sk=f"LIKE#{user}").save()
+                (like_model(pk=user, sk=pk) if elsewhere else like_model(pk=pk, sk=f"LIKE#{user}")).save()
         requests = len(likes) * len(posts)
         handler_units = 0.0
-        records = [record for record in _records(name) if record["dynamodb"]["Keys"]["sk"]["S"].startswith("LIKE#")]
-        if mode == "stream":
-            result = count_stream({"Records": records}, models=[like_model])
+        records = [record for record in stream_records(likes_name)
+                   if elsewhere or record["dynamodb"]["Keys"]["sk"]["S"].startswith("LIKE#")]
+        if mode.startswith("stream"):
+            sent: List[str] = []
+
+            def request(_: Any, operation_name: str, **__: Any) -> None:
+                sent.append(operation_name)
+
+            with pre_dynamodb_send.connected_to(request):
+                result = count_stream({"Records": records}, models=[like_model])
             if result.error is not None:
                 raise BenchmarkError(f"count_stream failed: {result.error}")
-            handler_units, requests = result.write_units, requests + result.updates
+            handler_units, requests = result.write_units, requests + len(sent)
         elif mode == "by hand":
             for record in records:
                 keys = record["dynamodb"]["Keys"]
                 post_model(pk=keys["pk"]["S"], sk="META").update(actions=[post_model.like_tally.add(1)])
                 handler_units += write_units(item_bytes(_raw(name, keys["pk"]["S"], "META")))
             requests += len(records)
-        like_bytes = item_bytes(_raw(name, posts[0], f"LIKE#{likes[0]}"))
+        like_bytes = item_bytes(_raw(likes_name, likes[0], posts[0]) if elsewhere else
+                                _raw(name, posts[0], f"LIKE#{likes[0]}"))
         post_bytes = item_bytes(_raw(name, posts[0], "META"))
         for pk in posts:
             counted = post_model.get(pk, "META", consistent_read=True).like_tally
@@ -140,7 +144,7 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
     rows: List[List[str]] = []
     for scenario, (posts, likes) in scenarios.items():
         figures["scenarios"][scenario] = {}
-        for mode in ("transaction", "stream", "by hand"):
+        for mode in MODES:
             figure = _run(mode, posts, likes)
             base = figures["scenarios"][scenario].get("transaction", figure)["wcu_per_like"]
             figure["wcu_vs_transaction"] = figure["wcu_per_like"] / base

@@ -15,7 +15,7 @@ from pynamodb_counters.write import _commit
 from pynamodb_counters.write._actions import ParentUpdate
 from pynamodb_counters.write._recoveries import (
     BULK_RECOVERIES,
-    EXPIRY_RECOVERIES,
+    MARKER_RECOVERIES,
     RECOVERIES,
     DeletedMeanwhile,
     MissingShards,
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.usefixtures("dynamodb")
 def applied(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
     """The names of the recoveries that applied, in the order the commit applied them."""
     names: List[str] = []
-    for kind in {type(recovery) for recovery in BULK_RECOVERIES + EXPIRY_RECOVERIES}:
+    for kind in {type(recovery) for recovery in BULK_RECOVERIES + MARKER_RECOVERIES}:
 
         def spy(self: Any, countings: Any, cancelled: Any, _real: Callable[..., bool] = kind.recover) -> bool:
             done = _real(self, countings, cancelled)
@@ -91,17 +91,19 @@ def stale_copy() -> Message:
 
 def test_the_recoveries_are_asked_in_their_documented_order() -> None:
     assert [type(recovery).__name__ for recovery in RECOVERIES] == \
-        ["StaleBasis", "DeletedMeanwhile", "RollupsReturned", "RollupsGone", "ExpiredParentsGone", "MissingShards"]
+        ["StaleBasis", "DeletedMeanwhile", "RollupsReturned", "RollupsGone", "StreamParentsGone", "MissingShards"]
     assert [recovery.budgeted for recovery in RECOVERIES] == [True, True, True, True, True, False]
     assert [recovery.new_request for recovery in RECOVERIES] == [True, True, True, True, True, False]
     assert [recovery.once for recovery in RECOVERIES] == [False, False, False, False, False, True]
 
 
 def test_a_commit_in_part_asks_its_own_recoveries_after_every_commit_s() -> None:
-    assert BULK_RECOVERIES[:6] == EXPIRY_RECOVERIES[:6] == RECOVERIES
+    assert BULK_RECOVERIES[:6] == MARKER_RECOVERIES[:6] == RECOVERIES
     assert [type(recovery).__name__ for recovery in BULK_RECOVERIES[6:]] == ["RefusedLeftOut", "RoomMadeMeanwhile"]
-    assert [type(recovery).__name__ for recovery in EXPIRY_RECOVERIES[6:]] == ["TakenOffAlready"]
-    for recovery in BULK_RECOVERIES[6:] + EXPIRY_RECOVERIES[6:]:  # each answers a refusal that would stand
+    assert [type(recovery).__name__ for recovery in MARKER_RECOVERIES[6:]] == ["FlooredAtZero", "TakenOffAlready"]
+    floored = MARKER_RECOVERIES[6]  # asked with every commit's, before a refusal stands
+    assert floored.budgeted and floored.new_request and not (floored.once or floored.new_transaction)
+    for recovery in BULK_RECOVERIES[6:] + MARKER_RECOVERIES[7:]:  # each answers a refusal that would stand
         assert recovery.new_transaction and not recovery.budgeted and recovery.new_request and not recovery.once
     assert [recovery.capped for recovery in BULK_RECOVERIES[6:]] == [False, True]
     assert not any(recovery.new_transaction or recovery.capped for recovery in RECOVERIES)

@@ -317,7 +317,9 @@ def test_bad_arguments_are_refused_before_anything_is_written() -> None:
         count_stream({"Records": []}, models=Pin)  # type: ignore[arg-type]
 
 
-def test_a_parent_outside_the_childs_partition_stops_the_batch_there() -> None:
+def test_a_parent_outside_the_childs_partition_needs_markers_that_expire_else_the_batch_stops_there() -> None:
+    """Counted outside its partition, each record is counted with a marker item that expires through the child's
+    TTLAttribute (tests/test_stream_counting_markers.py); a child model without one is refused at its record."""
     class Elsewhere(CounterMixin, Model):
         class Meta:
             table_name = "Boards"
@@ -333,7 +335,8 @@ def test_a_parent_outside_the_childs_partition_stops_the_batch_there() -> None:
     boards("BOARD#b1")
     Elsewhere(pk="USER#u1", sk="ELSE#1", board_pk="BOARD#b1").save()
     result = count_stream(lambda_event(stream(), "Boards"), models=[Elsewhere])
-    assert result["batchItemFailures"] and "parent's partition" in str(result.error)
+    assert result["batchItemFailures"] and isinstance(result.error, ConfigurationError)
+    assert "outside its partition" in str(result.error) and "TTLAttribute" in str(result.error)
     assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 0
 
 

@@ -12,6 +12,11 @@ library, so a relation of a model with a ``TTLAttribute`` says how its expiries 
   marker and is not counted twice. A marker expires itself, through the same ``TTLAttribute``, two days later
   (a stream keeps records for 24 hours), so markers never grow past two days of expiries.
 * ``expiries="ignored"``: knowingly not: the counter keeps counting expired children (until a repair).
+
+A child counted from the stream (``counting="stream"``) into a parent outside its partition is counted with a
+marker too, one per stream record, keyed ``_cstream#<eventID>`` (:func:`marker_key` with :data:`STREAM_MARKER`), so
+that the marker of a deletion by TTL that both paths take never collides with its expiry marker. Whether its model
+can hold one is known only when such a record comes (:func:`check_record_markers`).
 """
 from __future__ import annotations
 
@@ -21,13 +26,13 @@ from pynamodb.attributes import Attribute, TTLAttribute
 from pynamodb.constants import NUMBER, STRING
 
 from ..exceptions import ConfigurationError
-from ._stored_names import MARKER
+from ._stored_names import MARKER, STREAM_MARK
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["EXPIRIES", "IGNORED", "MARKER", "MARKER_LIFETIME", "STREAM", "check_expiries", "check_inherited_expiries",
-           "marker_key", "ttl_attribute"]
+__all__ = ["EXPIRIES", "IGNORED", "MARKER", "MARKER_LIFETIME", "STREAM", "STREAM_MARKER", "check_expiries",
+           "check_inherited_expiries", "check_record_markers", "marker_key", "ttl_attribute"]
 
 STREAM = "stream"
 """``expiries="stream"``: expiries are taken off by ``count_expiries`` on the table's stream."""
@@ -37,6 +42,10 @@ EXPIRIES = (STREAM, IGNORED)
 
 MARKER_LIFETIME = 2 * 24 * 3600
 """How long a marker is kept, in seconds: longer than a stream keeps its records (24 hours)."""
+
+STREAM_MARKER = STREAM_MARK
+"""The start of the hash key of a stream record's marker (``_cstream#<eventID>``), where an expiry's is
+:data:`MARKER` (``_cexpiry#<eventID>``)."""
 
 
 def ttl_attribute(model: type) -> Optional[Attribute[Any]]:
@@ -75,7 +84,28 @@ def check_expiries(owner: type, where: str, expiries: Optional[str]) -> None:
             f"DynamoDB deletes expired {owner.__name__} items by itself, outside any transaction of the library: "
             f"the counter would stay high for every child that expires.\n{_SAY_HOW}")
     if expiries == STREAM:
-        _check_marker_key(owner, where, attributes)
+        _check_marker_key(owner, where, attributes, "expiries='stream'", "Each expiry taken off", MARKER)
+
+
+def check_record_markers(model: type, where: str) -> None:
+    """Refuse to count a stream record of ``model`` with a marker (a child counted from the stream into a parent
+    outside its partition, ``where``) where its table cannot hold one that expires: ``model`` has no
+    ``TTLAttribute`` (markers would never expire), or its key cannot hold a marker's.
+
+    :raises ConfigurationError: saying what to declare.
+    """
+    attributes = _attributes(model)
+    needs = "counting from the stream into a parent outside its partition"
+    if _ttl_name(attributes) is None:
+        raise ConfigurationError(
+            f"{where}: counted from the stream into a parent outside its partition, each stream record is counted "
+            f"with a marker item in {model.__name__}'s table, which expires through {model.__name__}'s "
+            f"TTLAttribute, and {model.__name__} has none (its markers would never expire).\n"
+            f"Declare one on {model.__name__} (such as expires_at = TTLAttribute(null=True): a child without a time "
+            f"never expires) and enable TTL on that attribute of the table; or store the children "
+            f"in their parent's partition (their hash key is the parent's), or count the relation with "
+            f"counting='transaction'. Nothing was written for this record")
+    _check_marker_key(model, where, attributes, needs, "Each stream record counted", STREAM_MARKER)
 
 
 def check_inherited_expiries(owner: type, base: type, where: str, counter: str, expiries: Optional[str]) -> None:
@@ -98,27 +128,31 @@ def check_inherited_expiries(owner: type, base: type, where: str, counter: str, 
             f"Declare the TTLAttribute on {base.__name__}, where the relation is (null=True: an item without a time "
             f"never expires), and say there how expiries are counted.\n{_SAY_HOW}")
     if expiries == STREAM:
-        _check_marker_key(owner, f"{owner.__name__} inherits {where}", attributes)
+        _check_marker_key(owner, f"{owner.__name__} inherits {where}", attributes, "expiries='stream'",
+                          "Each expiry taken off", MARKER)
 
 
-def _check_marker_key(owner: type, where: str, attributes: Dict[str, Attribute[Any]]) -> None:
-    """Refuse ``expiries='stream'`` on a model whose key cannot hold a marker's."""
+def _check_marker_key(owner: type, where: str, attributes: Dict[str, Attribute[Any]], needs: str, each: str,
+                      start: str) -> None:
+    """Refuse markers (``needs``: what counts with them; ``each``: what each marker records, its hash key starting
+    with ``start``) on a model whose key cannot hold a marker's."""
     for attribute in attributes.values():
         wanted = (STRING,) if attribute.is_hash_key else (STRING, NUMBER) if attribute.is_range_key else None
         if wanted is not None and attribute.attr_type not in wanted:
             part = "hash" if attribute.is_hash_key else "range"
             kinds = " or ".join("string" if kind == STRING else "number" for kind in wanted)
             raise ConfigurationError(
-                f"{where}: expiries='stream' needs {owner.__name__}'s {part} key to be a {kinds} attribute, not "
+                f"{where}: {needs} needs {owner.__name__}'s {part} key to be a {kinds} attribute, not "
                 f"{type(attribute).__name__}\n"
-                f"Each expiry taken off is recorded in a marker item of {owner.__name__}'s table, keyed "
-                f"'{MARKER}#<eventID>'.")
+                f"{each} is recorded in a marker item of {owner.__name__}'s table, keyed "
+                f"'{start}#<eventID>'.")
 
 
-def marker_key(model: Type[Model], event_id: str) -> Dict[str, Dict[str, str]]:
-    """The raw key of the marker of the stream record ``event_id`` in ``model``'s table."""
+def marker_key(model: Type[Model], event_id: str, start: str = MARKER) -> Dict[str, Dict[str, str]]:
+    """The raw key of the marker of the stream record ``event_id`` in ``model``'s table: an expiry's
+    (``start``: :data:`MARKER`), or a record's counted outside its parent's partition (:data:`STREAM_MARKER`)."""
     attributes = model.get_attributes()
-    key = {attributes[model._hash_keyname].attr_name: {STRING: f"{MARKER}#{event_id}"}}  # type: ignore[index]
+    key = {attributes[model._hash_keyname].attr_name: {STRING: f"{start}#{event_id}"}}  # type: ignore[index]
     if model._range_keyname:
         attribute = attributes[model._range_keyname]
         key[attribute.attr_name] = {NUMBER: "0"} if attribute.attr_type == NUMBER else {STRING: MARKER}

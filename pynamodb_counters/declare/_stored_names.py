@@ -48,13 +48,16 @@ SHARD_COUNT: Attribute[float] = NumberAttribute(attr_name="_cshards")
 """On a parent item: how many shards (the parent included) have been created for it."""
 
 MARKER = "_cexpiry"
-"""The attribute that makes an item an expiry marker (it holds the expired child's table), and the start of a
-marker's hash key (``_cexpiry#<eventID>``): see ``_expiry_rules``."""
+"""The attribute that makes an item a marker of the library (it holds the child's table), and the start of an
+expiry marker's hash key (``_cexpiry#<eventID>``): see ``_expiry_rules``. A stream record's marker (a child counted
+from the stream outside its parent's partition) carries it too, under a hash key of its own
+(:data:`STREAM_MARK` ``#<eventID>``), so that every reader that leaves markers alone leaves both alone."""
 
 STREAM_MARK = "_cstream"
 """The start of the name of the attribute that marks, on a parent item (or shard item), the last stream record of
 a child table counted into it by :func:`~pynamodb_counters.streams.count_stream`: ``_cstream:<table>`` holds its
-sequence number, zero-padded to 40 digits. One per child table feeding the item from the stream."""
+sequence number, zero-padded to 40 digits. One per child table feeding the item from the stream. Also the start of
+the hash key of the marker of a stream record counted outside its parent's partition (``_cstream#<eventID>``)."""
 
 
 PROBE = "_cprobe"

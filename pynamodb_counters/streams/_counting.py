@@ -20,6 +20,14 @@ that the mark is still the one found). It is one attribute per child table on ea
 Where the update's condition fails for another reason: a parent that does not exist (not a rollup its first
 count creates) leaves its changes out, said in the result; a decrement below zero takes off what the counter
 holds (it had drifted) and says what it left out. Neither blocks the stream.
+
+A change into a parent outside the child's partition cannot be ordered by a mark: the parent's other records are
+of other partition keys, in other shards, in no order with it. Such changes are counted with a marker of their
+record instead (``_markers``, as ``count_expiries`` counts an expiry): the record's marker, create-only, and the
+parents' changes, merged per parent item, in one TransactWriteItems, never setting nor checking a mark. A move
+between a parent in the partition and one outside counts each part its own way. A child model whose table cannot
+hold a marker that expires (no ``TTLAttribute``, or a hash key that is not a string) stops the batch at the
+record, nothing written for it.
 """
 from __future__ import annotations
 
@@ -44,9 +52,9 @@ from typing import (
 from pynamodb.exceptions import PynamoDBException
 
 from .._costs import item_bytes, write_units
-from .._keys import ItemId, key_of, serialize_key
+from .._keys import ItemId, item_id, key_of
 from .._write_results import CounterChange
-from ..declare._expiry_rules import MARKER, STREAM
+from ..declare._expiry_rules import MARKER, STREAM, check_record_markers
 from ..declare._shards import shard_key
 from ..declare._spec import RelationSpec, spec_of
 from ..declare._stored_names import PROBE, stream_mark_name
@@ -62,9 +70,11 @@ from ..exceptions import (
 from ..signals import child_added, child_changed, child_removed, send_safely
 from ..write._actions import CHECK_FAILED, Cancellation, ParentUpdate, StreamMark, item_of
 from ..write._commit import policy_of
-from ..write._deltas import NONE, Deltas, deltas, feeder_entry_of, parent_defaults
+from ..write._deltas import NONE, Deltas, by_partition, feeder_entry_of, parent_defaults, record_deltas
+from ..write._markers import streamed_write
 from ..write._send import RetryPolicy, send_update
 from ._expiries import count_expiries
+from ._markers import Marked, MarkedOutcome, commit_marked, marked
 from ._records import check_named, load, models_of, padded, records_of, table_of
 from ._results import ExpiryResult, Skipped, SkipReason, StreamResult
 
@@ -83,13 +93,16 @@ _KINDS = ("removed", "added", "changed")
 
 @dataclass(frozen=True)
 class _Record:
-    """One record to count: its identity, its child (as written, or as deleted) and its changes."""
+    """One record to count: its identity, its child (as written, or as deleted), its changes into parents in the
+    child's partition (counted by their marks) and, where it has changes into parents outside it, their marked
+    write."""
 
     event: str
     sequence: str
     mark: str
     child: Any
     found: Deltas
+    outside: Optional[Marked] = None
 
 
 @dataclass
@@ -118,7 +131,10 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
     :param retry: the retry policy of each update (else the first model's ``Meta.counter_retry``).
     :returns: :class:`StreamResult`, Lambda's partial batch response (``ReportBatchItemFailures``): on a failure,
       Lambda delivers again from the first record not applied, and what was counted of it and of the records
-      after it is not counted again.
+      after it is not counted again. A record counting into a parent outside the child's partition is counted
+      with a marker of its own; where the child's model cannot hold one that expires (no ``TTLAttribute``, or a
+      hash key that is not a string), the batch stops at that record with a
+      :exc:`~pynamodb_counters.exceptions.ConfigurationError` as its error, nothing written for it.
     :raises InvalidArgumentError: ``event`` is not a stream event, ``models`` are not children counted from the
       stream (or whose expiries are), or records that name no table are given without ``table=`` for models in
       several tables. Nothing was written.
@@ -147,6 +163,10 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
             first = target.counted[0][0]
             if stop is None or position[first.event] < position[stop[0]]:
                 stop = (first.event, first.sequence, refused)
+    done = commit_marked([record.outside for record in found if record.outside is not None], retry)
+    _counted_with_markers(done, outcome)
+    if done.stop is not None and (stop is None or position[done.stop[0]] < position[stop[0]]):
+        stop = done.stop
     counted = [record.event for record in found if record.event in outcome.applied]
     for record in found:
         if record.event in outcome.applied or (stop is not None and
@@ -210,7 +230,7 @@ def _classify(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], .
             continue  # its images are checked, so that nothing is written where one lacks them
         try:
             counted = _record(record, models, named)
-        except (ParentKeyError, ChildValueError) as error:
+        except (ParentKeyError, ChildValueError, ConfigurationError) as error:
             stop = (event, sequence, error)
             continue
         if isinstance(counted, Skipped):
@@ -245,6 +265,8 @@ def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: O
 
     :raises ParentKeyError: a key function gave an unusable parent key.
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    :raises ConfigurationError: it counts into a parent outside the child's partition, and the child's table cannot
+      hold a marker that expires.
     """
     change = record["dynamodb"]
     event, sequence = str(record["eventID"]), str(change.get("SequenceNumber", ""))
@@ -259,49 +281,35 @@ def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: O
     after = load(new, models, named) if new is not None else None
     if before is None and after is None:
         return Skipped(event, sequence, SkipReason.UNKNOWN)
-    if before is not None and after is not None and type(before) is not type(after):  # another class now
-        gone, came = deltas(spec_of(type(before)).stream_counting, before, None), \
-            deltas(spec_of(type(after)).stream_counting, None, after)
-        found = Deltas(gone.removed, came.added)
-    else:
-        model = type(after if after is not None else before)
-        found = deltas(spec_of(model).stream_counting, before, after)
+    found = record_deltas(before, after)
     if found is NONE or not found.counted:
         return Skipped(event, sequence, SkipReason.NOT_STREAMED)
     child = after if after is not None else before
     assert child is not None
-    for relation, counted in found.counted:
-        _check_partition(relation, counted, child)
-    return _Record(event, sequence, padded(sequence), child, found)
+    inside, outside = by_partition(found, child)
+    if not outside.counted:
+        return _Record(event, sequence, padded(sequence), child, inside)
+    relation, change = outside.counted[0]
+    check_record_markers(type(child), f"{relation} ({type(child).__name__} {key_of(child)!r} counts into "
+                                      f"{relation.parent_model.__name__} {change.key!r})")
+    write = streamed_write(before, after, event)
+    return _Record(event, sequence, padded(sequence), child, inside, marked(event, sequence, write, outside.changes))
 
 
 def record_changes(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: Optional[str]
                    ) -> Tuple[CounterChange, ...]:
-    """The counter changes :func:`count_stream` counts for ``record`` (a stream record of ``table``), every
-    relation of ``models`` declared ``counting="stream"`` compared from its images; none for a record it skips.
-    An audit reads them to tell what the records still waiting for the handler will change.
+    """The counter changes :func:`count_stream` counts for ``record`` (a stream record of ``table``) into parents
+    in the child's partition, by their marks: every relation of ``models`` declared ``counting="stream"``,
+    compared from its images; none for a record it skips. An audit reads them to tell what the records still
+    waiting for the handler will change.
 
-    :raises ParentKeyError: a key function gave an unusable parent key, or a parent outside the child's partition.
+    :raises ParentKeyError: a key function gave an unusable parent key.
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    :raises ConfigurationError: it counts into a parent outside the child's partition, and the child's table cannot
+      hold a marker that expires.
     """
     counted = _record(record, models, table)
     return () if isinstance(counted, Skipped) else counted.found.changes
-
-
-def _check_partition(relation: RelationSpec, change: CounterChange, child: Model) -> None:
-    """Refuse a change into a parent outside the child's partition: its records are not in order with the
-    parent's other children's, so a mark cannot tell which were counted.
-
-    :raises ParentKeyError: saying where the children must be stored.
-    """
-    child_hash = serialize_key(type(child), key_of(child))[0]
-    parent_hash = serialize_key(relation.parent_model, change.key)[0]
-    if child_hash != parent_hash:
-        raise ParentKeyError(f"{relation}: counted from the stream, a child is stored in its parent's partition (its "
-                             f"hash key is the parent's), so that its records reach the stream in order with its "
-                             f"siblings'; {type(child).__name__} {child_hash!r} counts into "
-                             f"{relation.parent_model.__name__} {parent_hash!r}. Count this relation with "
-                             f"counting='transaction'. Nothing was written")
 
 
 def _targets(found: Sequence[_Record]) -> List[_Target]:
@@ -403,18 +411,49 @@ def _update(target: _Target, pending: Sequence[Tuple[_Record, RelationSpec, Coun
 def _applied(target: _Target, pending: Sequence[Tuple[_Record, RelationSpec, CounterChange, str]],
              update: ParentUpdate, floors: Mapping[str, int], response: Mapping[str, Any], outcome: _Outcome) -> None:
     """Record what an update applied: its records' changes, what floors left out, and its cost."""
-    summed = _summed(entry[2] for entry in pending)
-    for change in summed:
-        sent = update.deltas.get(change.attribute, change.delta)
-        if sent != change.delta:
-            outcome.floored.append(replace(change, delta=change.delta - sent))
-        if sent:
-            outcome.changes.append(replace(change, delta=sent))
+    _merged((entry[2] for entry in pending), update, outcome)
     for record, _, change, kind in pending:
         outcome.applied.setdefault(record.event, []).append((kind, change))
     outcome.write_units += write_units(item_bytes(response.get("Attributes") or {}))
     if response.get("ConsumedCapacity"):
         outcome.consumed_capacity.append(response["ConsumedCapacity"])
+
+
+def _counted_with_markers(done: MarkedOutcome, outcome: _Outcome) -> None:
+    """Record what the transactions of the records counted with markers did: the records found counted already,
+    each record's changes applied and left out (a parent missing), each parent item's merged changes and floors,
+    and their cost by the library's cost model (a transactional write: twice the units of each item written; a
+    parent's Update, whose item a transaction does not return, as an item of its key alone, 2 units up to 1 KB)."""
+    outcome.seen.update(record.event for record in done.found)
+    for chunk, committed in done.committed:
+        for record, decision in zip(chunk, committed.plan.decisions):
+            if decision is None:  # left out: counted already
+                continue
+            applied = [(kind, change) for kind in _KINDS for change in decision.deltas.of(kind)]
+            if applied:  # else every parent it counts into is missing
+                outcome.applied.setdefault(record.event, []).extend(applied)
+            outcome.missing.extend(decision.deltas.gone)
+        into: Dict[ItemId, List[CounterChange]] = {}
+        for change in committed.result.changes:
+            into.setdefault(item_id(change.parent, shard_key(change.key, change.shard)), []).append(change)
+        for action, item in zip(committed.plan.actions, committed.plan.items):
+            if isinstance(action, ParentUpdate):
+                outcome.updates += 1
+                _merged(into.get(action.where, ()), action, outcome)
+            request = next(iter(item.values()))
+            outcome.write_units += write_units(item_bytes(request.get("Item") or request["Key"]), transactional=True)
+        outcome.consumed_capacity.extend(committed.result.consumed_capacity)
+
+
+def _merged(changes: Iterable[CounterChange], update: ParentUpdate, outcome: _Outcome) -> None:
+    """Record the changes one update applied to its parent item: ``changes`` added up per counter, as far as the
+    update's floors let them (the rest floored)."""
+    for change in _summed(changes):
+        sent = update.deltas.get(change.attribute, change.delta)
+        if sent != change.delta:
+            outcome.floored.append(replace(change, delta=change.delta - sent))
+        if sent:
+            outcome.changes.append(replace(change, delta=sent))
 
 
 def _summed(changes: Iterable[CounterChange]) -> List[CounterChange]:

@@ -5,36 +5,28 @@ their parents, from the table's stream, exactly once.
 Each expiry is taken off as the library's own delete would take it off (every relation declared
 ``expiries="stream"``: ``when=``, ``amount=``, shards, rollups), computed from the old image, in one
 TransactWriteItems with a marker item of its stream record (see ``declare._expiry_rules``): the expiries of a
-batch go in as few transactions as DynamoDB's limits allow, each parent's changes merged into one ``ADD``, run by
-the commit's recoveries (``write._recoveries.EXPIRY_RECOVERIES``). A record delivered again finds its marker and
-is skipped. Every other record (inserts, edits, deletes by anyone but the TTL, the library's own included, already
+batch go in as few transactions as DynamoDB's limits allow, each parent's changes merged into one ``ADD``
+(``_markers.commit_marked``, run by the commit's recoveries). A record delivered again finds its marker and is
+skipped. Every other record (inserts, edits, deletes by anyone but the TTL, the library's own included, already
 counted) is left alone.
 """
 from __future__ import annotations
 
 import logging
-import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Type, Union
 
-from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from .._keys import ItemId, item_id
 from .._write_results import CounterChange
 from ..declare._expiry_rules import MARKER, STREAM
-from ..declare._shards import shard_key
 from ..declare._spec import relations_of, spec_of
 from ..declare._stored_names import WRITE_ID
-from ..exceptions import ChildValueError, ConfigurationError, CounterError, InvalidArgumentError, ParentKeyError
-from ..write._commit import Rejected, commit_in_part, policy_for
+from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
 from ..write._deltas import deltas
-from ..write._expiries import expiry_write
-from ..write._plan import MAX_ACTIONS
-from ..write._recoveries import EXPIRY_RECOVERIES
+from ..write._markers import expiry_write
 from ..write._send import RetryPolicy
-from ..write._writes import Write
+from ._markers import Marked, commit_marked, marked
 from ._records import check_named, load, models_of, records_of, table_of
 from ._results import ExpiryResult, Skipped, SkipReason
 
@@ -54,16 +46,6 @@ def is_expiry(record: Mapping[str, Any]) -> bool:
     identity = record.get("userIdentity") or {}
     return record.get("eventName") == "REMOVE" and identity.get("type") == SERVICE["type"] and \
         identity.get("principalId") == SERVICE["principalId"]
-
-
-@dataclass(frozen=True)
-class _Expiry:
-    """One expiry to take off: its record, its write, and the items its transaction actions name."""
-
-    event: str
-    sequence: str
-    write: Write
-    items: Tuple[ItemId, ...]
 
 
 def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], models: Iterable[Type[Model]], *,
@@ -94,29 +76,15 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
     changes: List[CounterChange] = []
     gone: List[CounterChange] = []
     capacity: List[Mapping[str, Any]] = []
-    for chunk in _chunks(expiries):
-        left: Set[int] = set()
-
-        def taken_off(position: int, error: CounterError, chunk: List[_Expiry] = chunk, left: Set[int] = left
-                      ) -> None:
-            left.add(position)  # its marker is stored: a batch delivered again (``_recoveries.TakenOffAlready``)
-            skipped.append(Skipped(chunk[position].event, chunk[position].sequence, SkipReason.TAKEN_OFF))
-
-        writes = [expiry.write for expiry in chunk]
-        try:
-            outcome = commit_in_part(writes, str(uuid.uuid4()), policy_for(writes, retry), EXPIRY_RECOVERIES,
-                                     on_left_out=taken_off)
-            if isinstance(outcome, Rejected):
-                outcome.raise_error()
-        except (CounterError, PynamoDBException) as refused:
-            first = next(expiry for position, expiry in enumerate(chunk) if position not in left)
-            stop = (first.event, first.sequence, refused)
-            break
-        if outcome is not None:  # committed; None: every expiry of the chunk was taken off already
-            counted.extend(expiry.event for position, expiry in enumerate(chunk) if position not in left)
-            changes.extend(outcome.result.changes)
-            gone.extend(outcome.result.rollups_gone)
-            capacity.extend(outcome.result.consumed_capacity)
+    outcome = commit_marked(expiries, retry)
+    skipped.extend(Skipped(expiry.event, expiry.sequence, SkipReason.TAKEN_OFF) for expiry in outcome.found)
+    for chunk, committed in outcome.committed:
+        counted.extend(expiry.event for expiry, decision in zip(chunk, committed.plan.decisions)
+                       if decision is not None)
+        changes.extend(committed.result.changes)
+        gone.extend(committed.result.rollups_gone)
+        capacity.extend(committed.result.consumed_capacity)
+    stop = outcome.stop or stop  # the records it commits all come before a record that stopped the batch
     if stop is None:
         return ExpiryResult(None, counted, skipped, changes, gone, capacity, None)
     event_id, sequence, failure = stop
@@ -125,14 +93,14 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
 
 
 def _classify(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], ...], table: Optional[str]
-              ) -> Tuple[List[_Expiry], List[Skipped], Optional[Tuple[str, str, Exception]]]:
+              ) -> Tuple[List[Marked], List[Skipped], Optional[Tuple[str, str, BaseException]]]:
     """The expiries to take off, in stream order, each once; the records skipped; and the first record whose
     expiry cannot be computed (a ``key=``, ``when=`` or ``amount=`` that fails on its old image), where the
     batch stops.
 
     :raises ConfigurationError: a deletion by TTL without its old image.
     """
-    expiries: List[_Expiry] = []
+    expiries: List[Marked] = []
     skipped: List[Skipped] = []
     seen: Set[str] = set()
     for record in records:
@@ -152,8 +120,9 @@ def _classify(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], .
 
 
 def not_a_marker() -> Condition:
-    """The condition an item of a child's table meets when it is not an expiry marker, for your own Scans, such
-    as ``Invite.scan(filter_condition=not_a_marker())``."""
+    """The condition an item of a child's table meets when it is not a marker of the library (an expiry's, or a
+    stream record's counted outside its parent's partition), for your own Scans, such as
+    ``Invite.scan(filter_condition=not_a_marker())``."""
     return Path(MARKER).does_not_exist()
 
 
@@ -175,7 +144,7 @@ def _models(models: Iterable[Type[Model]]) -> Tuple[Type[Model], ...]:
 
 
 def _expiry(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: Optional[str]
-            ) -> Union[_Expiry, Skipped]:
+            ) -> Union[Marked, Skipped]:
     """The expiry ``record`` takes off, or why it is skipped."""
     change = record["dynamodb"]
     event, sequence = str(record["eventID"]), str(change.get("SequenceNumber", ""))
@@ -198,23 +167,5 @@ def _expiry(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: O
     found = deltas([relation for relation in spec_of(model).counting if relation.expiries == STREAM], instance, None)
     if not found.counted and not found.gone:
         return Skipped(event, sequence, SkipReason.NOTHING)
-    items = [item_id(change.parent, shard_key(change.key, change.shard)) for change in found.changes]
-    write = expiry_write(instance, image, event)
-    return _Expiry(event, sequence, write, tuple(dict.fromkeys(items)))
-
-
-def _chunks(expiries: Sequence[_Expiry]) -> Iterable[List[_Expiry]]:
-    """The expiries in stream order, in as few transactions as DynamoDB's limit on actions allows: each expiry is
-    its marker and an Update of each parent item it names that the transaction does not name yet."""
-    chunk: List[_Expiry] = []
-    named: Set[ItemId] = set()
-    for expiry in expiries:
-        more = 1 + len(set(expiry.items) - named)
-        if chunk and len(chunk) + len(named) + more > MAX_ACTIONS:
-            yield chunk
-            chunk, named = [], set()
-        chunk.append(expiry)
-        named.update(expiry.items)
-    if chunk:
-        yield chunk
+    return marked(event, sequence, expiry_write(instance, image, event), found.changes)
 

@@ -29,7 +29,9 @@ class SkipReason(str, Enum):
     NOTHING = "counts for nothing (no relation counting its expiries counts it)"
     """The deleted child counts in none of the relations declared ``expiries="stream"`` (``when=`` false)."""
     A_MARKER = "an expiry marker of the library"
-    """The deleted item is one of the library's expiry markers, removed by its own TTL."""
+    """The item is one of the library's markers (an expiry's, or a stream record's counted outside its parent's
+    partition), written by a handler or removed by its own TTL. (The text predates stream records' markers, and
+    stays as it is.)"""
     A_PROBE = "an audit's probe"
     """The item is a probe an audit of a counter fed from the stream wrote and deleted (``_cprobe``)."""
     REPEATED = "delivered twice in this batch"
@@ -40,8 +42,8 @@ class SkipReason(str, Enum):
     """:func:`count_stream`: the child counts the same in every relation declared ``counting="stream"`` before and
     after the write (an edit of other attributes, ``when=`` false throughout), or has none."""
     COUNTED_ALREADY = "counted already (its parents' marks hold it: a batch delivered again)"
-    """:func:`count_stream`: every parent the record changes holds the record in its mark: it was counted by an
-    earlier delivery."""
+    """:func:`count_stream`: every parent the record changes holds the record in its mark, or, outside the child's
+    partition, its marker is stored: it was counted by an earlier delivery."""
     PARENT_MISSING = "its parent does not exist"
     """:func:`count_stream`: every parent the record would change does not exist (and is not a rollup its first
     count creates): the record never blocks the stream, and the result lists the changes left out."""
@@ -100,12 +102,16 @@ class StreamResult(Dict[str, Any]):
     :ivar missing: the changes left out because their parent does not exist.
     :ivar floored: the decrements left out because the counter held less (it had drifted: an audit finds it);
       what the counter held was taken off, never more.
-    :ivar updates: how many UpdateItems were sent (one per parent item of the batch, more where a delivery found
-      part of its records counted already).
+    :ivar updates: how many parent updates were sent (one UpdateItem per parent item of the batch, more where a
+      delivery found part of its records counted already), and committed in the transactions of the records
+      counted with markers (one Update per parent item and transaction).
     :ivar write_units: their write capacity by the library's cost model (:mod:`pynamodb_counters` ``write_units``:
       one unit per KB of each item updated, rounded up), refused updates included. The handler reads nothing: a
-      refused update returns the item it found.
-    :ivar consumed_capacity: DynamoDB's ``ConsumedCapacity`` of each update applied, where the server reports it.
+      refused update returns the item it found. Records counted with markers add each committed transaction's:
+      twice the units of each item it writes (its markers, by their size; each parent's Update, whose item a
+      transaction does not return, as an item of up to 1 KB: 2 units).
+    :ivar consumed_capacity: DynamoDB's ``ConsumedCapacity`` of each update and transaction applied, where the
+      server reports it.
     :ivar expiries: what :func:`count_expiries` did with the same records, for the models' relations declared
       ``expiries="stream"`` (``None`` where there are none).
     :ivar error: why the first record not applied was not, or ``None``.

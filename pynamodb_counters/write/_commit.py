@@ -15,7 +15,8 @@ deciding returns a frozen ``_deltas.Decision`` and a recovery returns the next `
 4. committed: report and signal (:func:`finish`). Rejected: ask each recovery (``_recoveries``) in turn, each
    from what the one before returned; where any applied, take the attempt the last returned and go back to 2.
    Where none did, send the refusal's signals and ask the recoveries that answer a refusal that stands: a bulk
-   write's (its refused children left out) or an expiry batch's (the expiries taken off already left out); where
+   write's (its refused children left out) or a batch of stream records counted with markers (the records counted
+   already left out); where
    one applies, take its attempt as a new transaction and go back to 2; else the refusal stands (:class:`Rejected`).
 
 A refusal is returned, not raised: a single write raises its most fundamental error, a bulk write reports the
@@ -141,7 +142,7 @@ class UnitOfWork:
         out = self.attempt.out
         decisions = tuple(None if counting is None or position in out else decide(write, counting)
                           for position, (write, counting) in enumerate(zip(self.writes, self.attempt.countings)))
-        return plan(self.writes, decisions, self.token, out)
+        return plan(self.writes, decisions, self.token, out, self.attempt.floors)
 
     def read_unknown(self) -> None:
         """Read the stored child (one strongly consistent GetItem) where a counted write needs it and does not
@@ -152,8 +153,8 @@ class UnitOfWork:
         """
         countings = list(self.attempt.countings)
         for position, (write, counting) in enumerate(zip(self.writes, countings)):
-            if counting is None or counting.basis is not None or write.kind is WriteKind.SAVE:
-                continue
+            if counting is None or counting.basis is not None or write.kind in (WriteKind.SAVE, WriteKind.STREAMED):
+                continue  # a stream record's write is counted from its images
             assert write.instance is not None
             if write.kind is WriteKind.DELETE and names_parents(write.model, write.instance, -1):
                 countings[position] = replace(counting, basis=Stored.of_instance(write.instance))
@@ -219,7 +220,7 @@ def commit_in_part(writes: Sequence[Write], token: str, policy: Optional[RetryPo
                    on_left_out: Optional[Callable[[int, CounterError], None]] = None
                    ) -> Union[Committed, Rejected, None]:
     """Commit ``writes`` as :func:`commit` does, with ``recoveries`` that may leave writes out where a refusal
-    would stand (``_recoveries.BULK_RECOVERIES``, ``_recoveries.EXPIRY_RECOVERIES``): the rest is committed.
+    would stand (``_recoveries.BULK_RECOVERIES``, ``_recoveries.MARKER_RECOVERIES``): the rest is committed.
 
     :param on_left_out: called with the position of each write left out, and the error that left it out, as it is
       (``limit_rejected`` is sent first for a child left out for a full parent).
@@ -285,7 +286,9 @@ def policy_of(models: Sequence[Type[Any]], retry: Optional[RetryPolicy] = None) 
 
 def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> WriteResult:
     """The result of a committed plan; bumps local versions, records what each counted child is stored as now
-    (what a later edit counts from) and sends ``child_added`` / ``child_removed`` / ``child_changed``.
+    (what a later edit counts from) and sends ``child_added`` / ``child_removed`` / ``child_changed`` (but for a
+    stream record counted outside its parent's partition: its handler sends them, once per record, with the
+    handler's result).
 
     :param earlier: the requests earlier rounds of the same write made (refused, then sent again).
     :param lost: whether one of those had an attempt whose response was lost: it may have committed changes this
@@ -318,6 +321,8 @@ def finish(plan: Plan, sent: Sent, earlier: int = 0, lost: bool = False) -> Writ
     )
     if child_removed.receivers or child_added.receivers or child_changed.receivers:
         for action in children:
+            if action.write.kind is WriteKind.STREAMED:
+                continue
             for signal, kind in ((child_removed, "removed"), (child_added, "added"), (child_changed, "changed")):
                 changes = action.counted.of(kind)
                 if changes:

@@ -17,6 +17,11 @@ with the child as PynamoDB will load it once written (``after``: ``None`` for a 
 * one whose parent stays and whose amount changes is **changed** by the difference (nothing when it is zero);
 * what would be removed from, or changed in, a rollup found gone (expired) is **gone**: not sent, reported. A
   gone rollup stays gone for the children it counted; only a first count creates it again.
+
+A stream record is compared so too, its old image with its new one (:func:`record_deltas`); where the child is
+stored outside a parent's partition (:func:`by_partition`), those changes are counted with a marker of the record
+(``_markers``), and a parent found missing is gone for them, first counts included (but a rollup's, which create
+it).
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from typing import (
     Type,
 )
 
+from .._keys import ItemId, key_of, serialize_key
 from .._write_results import CounterChange
 from ..declare._expiry_rules import STREAM
 from ..declare._relations import (
@@ -144,6 +150,55 @@ def deltas(relations: Sequence[RelationSpec], before: Optional[Model], after: Op
     return Deltas(tuple(removed), tuple(added), tuple(changed), tuple(lost))
 
 
+def record_deltas(before: Optional[Model], after: Optional[Model], gone: AbstractSet[Parent] = frozenset()
+                  ) -> Deltas:
+    """The changes a stream record makes in the relations counted from the stream (``counting="stream"``): from
+    the child in its old image to the child in its new one (``None`` where absent), as :func:`deltas` makes them;
+    a child of another class now (a polymorphic model's) is removed as the old and added as the new. What goes into
+    a parent in ``gone`` (found missing) is gone, first counts included, but where they create it (a rollup's).
+
+    :raises ParentKeyError: a key function gave an unusable parent key.
+    :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    """
+    if before is not None and after is not None and type(before) is not type(after):  # another class now
+        old = deltas(model_spec(type(before)).stream_counting, before, None, gone)
+        new = deltas(model_spec(type(after)).stream_counting, None, after, gone)
+        found = Deltas(old.removed, new.added, (), old.gone)
+    else:
+        child = after if after is not None else before
+        assert child is not None
+        found = deltas(model_spec(type(child)).stream_counting, before, after, gone)
+    if not gone:
+        return found
+    lost = tuple((relation, change) for relation, change in found.added
+                 if (change.parent, change.key) in gone and not relation.create_parent)
+    if not lost:
+        return found
+    return Deltas(found.removed, tuple(pair for pair in found.added if pair not in lost), found.changed,
+                  found.gone + tuple(change for _, change in lost))
+
+
+def by_partition(found: Deltas, child: Model) -> Tuple[Deltas, Deltas]:
+    """``found`` split in two: the changes into parents in ``child``'s partition (their hash key is the child's),
+    and the changes into parents outside it.
+
+    :raises ParentKeyError: a parent key the parent model cannot hold.
+    """
+    own = serialize_key(type(child), key_of(child))[0]
+
+    def inside(change: CounterChange) -> bool:
+        return bool(serialize_key(change.parent, change.key)[0] == own)
+
+    def part(keep: bool) -> Deltas:
+        def kept(pairs: Tuple[Counted, ...]) -> Tuple[Counted, ...]:
+            return tuple(pair for pair in pairs if inside(pair[1]) is keep)
+
+        return Deltas(kept(found.removed), kept(found.added), kept(found.changed),
+                      tuple(change for change in found.gone if inside(change) is keep))
+
+    return part(True), part(False)
+
+
 def change_of(relation: RelationSpec, child: Model, sign: int, reader: Optional[Any] = None
               ) -> Optional[CounterChange]:
     """The change that adding (``sign=+1``) or removing (``-1``) ``child`` makes through ``relation``, ``None``
@@ -246,13 +301,14 @@ class CountedFrom:
       is a create, and a delete or an update does not know it yet.
     :ivar gone: the rollups (parent model, key) found gone: what the child counted in them is not sent.
     :ivar recreated: an edit whose child was deleted since it was loaded, sent as a create.
-    :ivar expiry: it counts a child DynamoDB deleted by TTL: a parent found gone is left out, as a gone rollup.
+    :ivar marked: it counts a stream record with its marker (a child DynamoDB deleted by TTL, or one counted from
+      the stream outside its parent's partition): a parent found gone is left out, as a gone rollup.
     """
 
     basis: Optional[Stored] = None
     gone: FrozenSet[Parent] = frozenset()
     recreated: bool = False
-    expiry: bool = False
+    marked: bool = False
 
 
 @dataclass(frozen=True)
@@ -264,7 +320,8 @@ class Decision:
       before the commit reads the stored child, or a delete of an instance that names its parents), the instance
       as it would be stored; ``None`` for a create.
     :ivar after: a counted update's stored child once written (:attr:`basis` with the known actions applied).
-    :ivar loaded: the child as PynamoDB will load it once written (``None`` for a delete or an expiry): what a
+    :ivar loaded: the child as PynamoDB will load it once written (``None`` for a delete or an expiry; a stream
+      record's new image, ``None`` for a ``REMOVE``): what a
       save's or update's condition and a created parent's defaults read, never built twice.
     :ivar deltas: its changes.
     :ivar decided_by: the non-key attributes that decided them, as the relations' functions read them on the
@@ -292,10 +349,13 @@ class Attempt:
 
     :ivar countings: what each write is counted from (``None`` for one that counts nothing), by its position.
     :ivar left_out: the writes left out (not sent again), by position, each with the error that left it out.
+    :ivar floors: the lowest change each counter of a parent item may take (its item, the counter's Python name,
+      minus what it held), where stream records would take it below zero: the rest is left out.
     """
 
     countings: Tuple[Optional[CountedFrom], ...]
     left_out: Tuple[Tuple[int, CounterError], ...] = ()
+    floors: Tuple[Tuple[ItemId, str, int], ...] = ()
 
     @property
     def out(self) -> FrozenSet[int]:
@@ -321,13 +381,14 @@ def counted_from(write: Write) -> Optional[CountedFrom]:
     if not write.kind.counted:
         return None
     assert write.instance is not None
-    return CountedFrom(basis=stored_of(write.instance, write.key), expiry=write.kind is WriteKind.EXPIRY)
+    return CountedFrom(basis=stored_of(write.instance, write.key), marked=write.kind.marked)
 
 
 def decide(write: Write, counting: CountedFrom) -> Decision:
     """Decide ``write``'s changes for this attempt, from ``counting``: a save compares its
     basis (none for a create) with the instance as it will be stored, an update its basis with the basis and its
-    known actions applied, a delete (or an expiry, in the relations counting its expiries) its basis with nothing.
+    known actions applied, a delete (or an expiry, in the relations counting its expiries) its basis with nothing,
+    a stream record counted outside its parent's partition its images, those changes alone (:func:`by_partition`).
     Where no basis is known (the commit reads the stored child first where it must), it is the instance as it would
     be stored: a delete of an instance built by hand that names its parents, or a plan shown before anything is
     read.
@@ -343,6 +404,10 @@ def decide(write: Write, counting: CountedFrom) -> Decision:
     after: Optional[Model] = None
     spec = write.spec
     relations = spec.counting
+    if write.kind is WriteKind.STREAMED:  # from its record's images: whatever decides the counts, no condition
+        before, after = write.images
+        found = by_partition(record_deltas(before, after, counting.gone), write.instance)[1]
+        return Decision(counting, basis, None, after, found)
     if write.kind is WriteKind.EXPIRY:  # taken off from the stream's image, in the relations counting it there
         assert basis is not None
         relations = tuple(relation for relation in relations if relation.expiries == STREAM)

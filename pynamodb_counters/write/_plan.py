@@ -7,12 +7,14 @@ from the changes gathered for its item first (:class:`_Gathered`), a caller's me
 What a plan guarantees, before anything is sent:
 
 * each counted child has one action: a create-only Put, an edit's or update's Update, a Delete, each conditioned
-  on the stored child its deltas were counted from (``_actions``), or for a child deleted by TTL the create-only
-  Put of its stream record's marker (``_expiries``);
+  on the stored child its deltas were counted from (``_actions``), or for a stream record counted with a marker
+  (a child deleted by TTL, or one counted from the stream outside its parent's partition) the create-only Put of
+  its marker (``_markers``);
 * every parent item gets exactly one Update, all the changes counted into it merged (``ParentUpdate``), and a
   caller's ``update()`` or ``condition_check()`` of that item merged into it; two unrelated models never count
   into one item;
-* a write the commit left out (a bulk write's refused child, an expiry taken off already) has no action;
+* a write the commit left out (a bulk write's refused child, a stream record counted already) has no action;
+* a counter floored by the commit (stream records that would take it below zero) takes no more than its floor;
 * a sharded parent's shard items are created with it, or deleted with it; a child that is one brings its own;
 * what a write leaves out of a rollup found gone is sent with a check that it is still absent, or, where first
   counts create it again in the same transaction, their Update needs it absent;
@@ -39,7 +41,7 @@ from ._actions import (
     shard_items,
 )
 from ._deltas import Decision, Parent, feeder_entry_of, parent_defaults
-from ._expiries import ExpiryMarker
+from ._markers import RecordMarker
 from ._writes import Write, WriteKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,9 +73,10 @@ class Plan:
 
 
 def plan(writes: Sequence[Write], decisions: Sequence[Optional[Decision]], token: str,
-         left_out: AbstractSet[int] = frozenset()) -> Plan:
+         left_out: AbstractSet[int] = frozenset(), floors: Sequence[Tuple[ItemId, str, int]] = ()) -> Plan:
     """The TransactWriteItems of ``writes``, each counted write as its :class:`Decision` says, but for the writes
-    at the positions in ``left_out``.
+    at the positions in ``left_out``, each parent item's counter taking no less than its floor in ``floors`` (the
+    item, the counter's Python name, the lowest change).
 
     :raises TransactionTooLargeError: more than 100 actions.
     :raises InvalidTransactionError: an empty transaction, one item named twice, a child counted on itself, a
@@ -85,6 +88,9 @@ def plan(writes: Sequence[Write], decisions: Sequence[Optional[Decision]], token
     sent = [(index, write, decision) for index, (write, decision) in enumerate(zip(writes, decisions))
             if index not in left_out]
     gathered = _gathered(sent)
+    for where, name, floor in floors:
+        if where in gathered and gathered[where].deltas.get(name, 0) < floor:
+            gathered[where].deltas[name] = floor
     own = [item_of(write.model, write.spec, write.key) for _, write, _ in sent]  # each write's item, once
     merged: Dict[ItemId, Write] = {}  # a caller's update or check of a parent item counted into joins its Update
     for (_, write, _), where in zip(sent, own):
@@ -128,8 +134,8 @@ def _own_action(index: int, write: Write, decision: Optional[Decision], where: I
         return Passthrough(write, where)
     if write.kind is WriteKind.DELETE:
         return ChildDelete(index, write, decision, where)
-    if write.kind is WriteKind.EXPIRY:
-        return ExpiryMarker(index, write, decision, where)
+    if write.kind.marked:
+        return RecordMarker(index, write, decision, where)
     if write.kind is WriteKind.UPDATE or decision.basis is not None:
         return ChildEdit(index, write, decision, where)
     return ChildPut(index, write, decision, where)
@@ -150,6 +156,7 @@ class _Gathered:
     feeders: Set[str] = field(default_factory=set)
     rollup: bool = True
     creates: bool = True
+    first: bool = False
     defaults: Optional[Dict[str, Any]] = None
     absent: bool = False
 
@@ -159,7 +166,7 @@ class _Gathered:
         :raises ParentKeyError: the key is too long for DynamoDB.
         """
         return ParentUpdate(self.model, self.key, self.shard, self.where, self.relation, self.spec,
-                            self.deltas, self.feeders, rollup=self.rollup, creates=self.creates,
+                            self.deltas, self.feeders, rollup=self.rollup, creates=self.creates and self.first,
                             defaults=self.defaults, absent=self.absent, merged=merged)
 
 
@@ -167,9 +174,10 @@ def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[Ite
     """Every change counted into each parent item, merged, by item."""
     parents: Dict[ItemId, _Gathered] = {}
     gone: Set[Parent] = set()
-    for _, _, decision in sent:
+    for _, write, decision in sent:
         if decision is None:
             continue
+        streamed = write.kind is WriteKind.STREAMED
         gone |= decision.gone
         found = decision.deltas
         for first, pairs in ((False, found.removed), (True, found.added), (False, found.changed)):
@@ -187,7 +195,11 @@ def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[Ite
                 parent.deltas[change.attribute] = parent.deltas.get(change.attribute, 0) + change.delta
                 parent.feeders.add(feeder_entry_of(relation))
                 parent.rollup = parent.rollup and relation.create_parent
-                parent.creates = parent.creates and relation.create_parent and first
+                # a rollup's first counts create it; stream records merged in one Update create it where one of them
+                # is a first count (as count_stream's own Update of a parent in the child's partition does): a
+                # child added and removed in one batch leaves it at 0, not gone
+                parent.creates = parent.creates and relation.create_parent and (first or streamed)
+                parent.first = parent.first or first
                 if relation.create_parent and first and change.delta >= 0 and parent.defaults is None:
                     assert decision.loaded is not None  # a first count is a save's or an update's
                     parent.defaults = parent_defaults(relation, decision.loaded)

@@ -9,7 +9,7 @@ a refused attempt wrote nothing, so the write is counted again from what DynamoD
 same call, within its retry policy. A recovery assigns nothing: it returns the next :class:`Attempt` (each write's
 :class:`~pynamodb_counters.write._deltas.CountedFrom`, replaced where it learned otherwise, and the writes left out)
 or ``None`` where it does not apply, and the commit's unit of work takes what it returns. Two read or write the
-table: :class:`ExpiredParentsGone` reads a shard item, :class:`MissingShards` creates shard items.
+table: :class:`StreamParentsGone` reads a shard item, :class:`MissingShards` creates shard items.
 
 * :class:`StaleBasis`: the stored child counts otherwise than the state its deltas came from (an instance
   edited in memory, a child changed since it was loaded, or created again since an edit found it deleted): count
@@ -17,19 +17,25 @@ table: :class:`ExpiredParentsGone` reads a shard item, :class:`MissingShards` cr
 * :class:`DeletedMeanwhile`: an edit whose child was deleted since it was loaded: save it as new.
 * :class:`RollupsReturned`: a rollup found gone is stored again (a first count created it): count into it.
 * :class:`RollupsGone`: the refusal is made of gone rollups alone: leave out what the children counted in them.
-* :class:`ExpiredParentsGone`: the refusal is made of parents gone (deleted, shard items and all) that children
-  deleted by TTL are taken off: leave out what those children counted in them, as their counters went with them.
+* :class:`StreamParentsGone`: the refusal is made of parents gone (deleted, shard items and all, or never
+  created) that stream records counted with markers count into (children deleted by TTL, children counted from
+  the stream outside their parent's partition): leave out what those records counted in them.
 * :class:`MissingShards`: a parent stored before its counter was sharded: create its shard items, send again.
 
+A commit of stream records counted with markers (:data:`MARKER_RECOVERIES`) asks one more first:
+
+* :class:`FlooredAtZero`: decrements by stream records counted outside their parent's partition that would take
+  a counter below zero (it had drifted): take off what the counter holds, never more, and send again.
+
 Where a refusal would stand, a commit that may commit in part asks more (:data:`BULK_RECOVERIES`,
-:data:`EXPIRY_RECOVERIES`); each makes the writes it keeps a new transaction:
+:data:`MARKER_RECOVERIES`); each makes the writes it keeps a new transaction:
 
 * :class:`RefusedLeftOut`: a bulk write's refused children are left out, each with the error its own write would
   raise, and the rest sent again.
 * :class:`RoomMadeMeanwhile`: a bulk write refused on limits alone, every child fitting the room the stored
   counts leave: the parent changed meanwhile, send the same children again.
-* :class:`TakenOffAlready`: expiries whose marker is stored (a batch delivered again) are left out, the rest
-  sent again.
+* :class:`TakenOffAlready`: stream records whose marker is stored (a batch delivered again) are left out, the
+  rest sent again.
 
 Each says whether it counts against the retry policy's attempts, whether the write is then a new request (a
 derived token), whether it may apply only once, and whether it makes a new transaction.
@@ -73,7 +79,7 @@ from ._shard_items import create_shards
 from ._stored import Stored
 from ._writes import WriteKind
 
-__all__ = ["BULK_RECOVERIES", "DeletedMeanwhile", "EXPIRY_RECOVERIES", "ExpiredParentsGone",
+__all__ = ["BULK_RECOVERIES", "DeletedMeanwhile", "FlooredAtZero", "MARKER_RECOVERIES", "StreamParentsGone",
            "MissingShards", "RECOVERIES", "Recovery", "RefusedAttempt", "RefusedLeftOut", "Refusal", "RollupsGone",
            "RollupsReturned", "RoomMadeMeanwhile", "StaleBasis", "TakenOffAlready", "explain", "most_fundamental",
            "next_token", "proven", "refusal_of", "standing_errors", "standing_refused"]
@@ -306,12 +312,13 @@ class RollupsGone(Recovery):
         return _left_gone(attempt, gone)
 
 
-class ExpiredParentsGone(Recovery):
-    """A refusal made of parents gone alone, each fed only by expiries (children deleted by TTL, taken off by
-    ``count_expiries``): an Update of the parent, or of one of its shard items, found no item, and the parent
-    item is gone too (read once, for a shard item: a parent stored before its counter was sharded is
-    :class:`MissingShards`'). Its counters went with it: what the children counted there is left out, checked
-    still absent."""
+class StreamParentsGone(Recovery):
+    """A refusal made of parents gone alone, each fed only by stream records counted with markers (children
+    deleted by TTL, taken off by ``count_expiries``; children counted from the stream outside their parent's
+    partition, by ``count_stream``): an Update of the parent, or of one of its shard items, found no item, and the
+    parent item is gone too (read once, for a shard item: a parent stored before its counter was sharded is
+    :class:`MissingShards`'). Its counters went with it, or it never was: what the records counted there is left
+    out, checked still absent."""
 
     def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         gone: List[Tuple[int, Parent]] = []
@@ -319,7 +326,7 @@ class ExpiredParentsGone(Recovery):
             if not (isinstance(action, ParentUpdate) and isinstance(error, ParentNotFoundError) and not said.item):
                 return None
             feeding = _feeding(cancelled.decisions, action)
-            if not feeding or not all(decision.counting.expiry for _, decision, _, _ in feeding):
+            if not feeding or not all(decision.counting.marked for _, decision, _, _ in feeding):
                 return None
             if action.shard and read_shards(action.model, [action.key], 1, consistent_read=True)[action.key][0]:
                 return None
@@ -378,29 +385,52 @@ class RoomMadeMeanwhile(Recovery):
         return attempt
 
 
+class FlooredAtZero(Recovery):
+    """A refusal naming decrements below zero of counters fed only by stream records counted outside their
+    parent's partition (a ``REMOVE`` never takes a counter below zero: it had drifted, and an audit finds it): each
+    such counter takes off what it holds, never more (its floor, kept for the commit's next attempts), and the
+    write is sent again."""
+
+    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+        streamed = {action.index for action in cancelled.plan.children if action.write.kind is WriteKind.STREAMED}
+        floors = []
+        for action, _, error in cancelled.refusal.refused:
+            if not (isinstance(action, ParentUpdate) and isinstance(error, CounterUnderflowError)
+                    and error.attribute is not None):
+                continue
+            feeding = _feeding(cancelled.decisions, action)
+            if feeding and all(position in streamed for position, _, _, _ in feeding):
+                held = error.stored if isinstance(error.stored, int) and error.stored > 0 else 0
+                floors.append((action.where, error.attribute, -held))
+        return replace(attempt, floors=attempt.floors + tuple(floors)) if floors else None
+
+
 class TakenOffAlready(Recovery):
-    """Expiries refused because their stream record's marker is stored (a batch delivered again: taken off before)
-    are left out, and the rest sent again as a new transaction."""
+    """Stream records counted with markers (expiries, records counted outside their parent's partition) refused
+    because their marker is stored (a batch delivered again: counted before) are left out, and the rest sent again
+    as a new transaction."""
 
     budgeted = False
     new_transaction = True
 
     def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         again = tuple((action.index, error) for action, error in standing_refused(cancelled)
-                      if isinstance(action, ChildAction) and action.write.kind is WriteKind.EXPIRY
+                      if isinstance(action, ChildAction) and action.write.kind.marked
                       and isinstance(error, DuplicateChildError))
         return replace(attempt, left_out=attempt.left_out + again) if again else None
 
 
 RECOVERIES: Tuple[Recovery, ...] = (StaleBasis(), DeletedMeanwhile(), RollupsReturned(), RollupsGone(),
-                                    ExpiredParentsGone(), MissingShards())
+                                    StreamParentsGone(), MissingShards())
 """Every recovery of a commit of the whole transaction or nothing, in the order the commit asks them."""
 
 BULK_RECOVERIES: Tuple[Recovery, ...] = RECOVERIES + (RefusedLeftOut(), RoomMadeMeanwhile())
 """A bulk write's: its refused children left out, the rest committed."""
 
-EXPIRY_RECOVERIES: Tuple[Recovery, ...] = RECOVERIES + (TakenOffAlready(),)
-""":func:`~pynamodb_counters.streams.count_expiries`'s: expiries taken off already left out, the rest committed."""
+MARKER_RECOVERIES: Tuple[Recovery, ...] = RECOVERIES + (FlooredAtZero(), TakenOffAlready())
+"""The stream handlers' (:func:`~pynamodb_counters.streams.count_expiries`, and
+:func:`~pynamodb_counters.streams.count_stream` outside a parent's partition): counters floored at zero, records
+counted already left out, the rest committed."""
 
 
 def _left_gone(attempt: Attempt, gone: Sequence[Tuple[int, Parent]]) -> Optional[Attempt]:

@@ -37,7 +37,8 @@ __all__ = ["UNSET", "Write", "WriteKind", "action_paths", "bypass_of", "check_ch
            "update_write", "value"]
 
 
-_COUNTED = frozenset(("SAVE", "UPDATE", "DELETE", "EXPIRY"))
+_COUNTED = frozenset(("SAVE", "UPDATE", "DELETE", "EXPIRY", "STREAMED"))
+_MARKED = frozenset(("EXPIRY", "STREAMED"))
 
 
 class WriteKind(Enum):
@@ -53,7 +54,11 @@ class WriteKind(Enum):
     EXPIRY = "expiry"
     """A counted child deleted by DynamoDB's TTL, read from the table's stream: its counts (in the relations
     declared ``expiries="stream"``) are taken off the parents of the deleted child, and a marker of the stream
-    record is written instead of the child (``_expiries``)."""
+    record is written instead of the child (``_markers``)."""
+    STREAMED = "streamed"
+    """A stream record of a child counted from the stream (``counting="stream"``) into parents outside its
+    partition: its counts, from the record's old image to its new one, go to those parents, and a marker of the
+    stream record is written instead of the child (``_markers``); the child itself was written by anyone."""
     PARENT_SAVE = "parent save"
     """A parent's save: every attribute but its counters (which only counted writes change)."""
     PUT = "put"
@@ -67,10 +72,14 @@ class WriteKind(Enum):
     """A condition check."""
 
     counted: bool
-    """Whether the write moves counters (a counted child's save, update, delete or expiry)."""
+    """Whether the write moves counters (a counted child's save, update, delete, expiry or stream record)."""
+    marked: bool
+    """Whether it counts a stream record, with a marker of the record instead of the child's own write (an expiry,
+    or a stream record counted outside its parent's partition)."""
 
     def __init__(self, label: str) -> None:
         self.counted = self.name in _COUNTED
+        self.marked = self.name in _MARKED
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,9 @@ class Write:
     :ivar known: a counted update's attributes whose stored value is known before sending, raw (``None``:
       removed), by Python name.
     :ivar unknown: a counted update's attributes its other actions touch.
-    :ivar event: an expiry's stream record (its ``eventID``), which names its marker.
+    :ivar event: a marked write's stream record (its ``eventID``), which names its marker.
+    :ivar images: a streamed write's child before and after its stream record (its old and new image, as PynamoDB
+      loads them; ``None`` where the record has none): what its counts are computed from.
     :ivar spec: the model's declarations, looked up once for the whole write.
     """
 
@@ -104,6 +115,7 @@ class Write:
     known: Dict[str, Any] = field(default_factory=dict)
     unknown: FrozenSet[str] = frozenset()
     event: Optional[str] = None
+    images: Tuple[Optional[Model], Optional[Model]] = field(default=(None, None), compare=False, repr=False)
 
 
 def model_spec(model: type) -> ModelSpec:
