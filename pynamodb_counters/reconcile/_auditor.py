@@ -64,7 +64,7 @@ class Observation:
     sequence: Optional[int]
     feeders: FrozenSet[str] = frozenset()
     alone: bool = False
-    marks: Mapping[Tuple[str, int], str] = field(default_factory=dict)
+    marks: Mapping[Tuple[str, int], str] = field(default_factory=dict, hash=False)
     """Where its counter is fed from the stream, the last record of each child table counted into each of its
     shard items (``_cstream:<table>``), by table and shard: what a count is compared at."""
 
