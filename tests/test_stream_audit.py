@@ -231,3 +231,46 @@ def test_a_relation_counted_by_children_is_reported_with_its_cause_and_nothing_w
     [parent] = audit(Wall.posts, parents=[("W", "META")]).unverifiable
     assert "children=" in parent.reason
     assert [item["sk"]["S"] for item in raw_client(None).scan(TableName="Walls")["Items"]] == ["META"]
+
+
+def test_a_shard_that_ended_is_read_to_its_end_through_empty_pages() -> None:
+    """DynamoDB Streams may answer a GetRecords of a shard that ended (a parent shard) with an empty page before
+    its last records: the audit reads on, so a record of the partition there is taken off (moto keeps one open
+    shard: the stream is stubbed, the table is moto's)."""
+    from botocore.stub import Stubber
+
+    from pynamodb_counters.reconcile._stream_proof import Probe, StreamProof, streams_client
+
+    boards("BOARD#b1")
+
+    def number(n: int) -> str:
+        return str(n).zfill(21)  # DynamoDB's sequence numbers have 21 digits and more
+
+    parent, child = "shardId-00000001-parent-000000", "shardId-00000002-child-0000000"
+
+    def record(sequence: str, event: str, sk: str) -> Dict[str, Any]:
+        image = {"pk": {"S": "BOARD#b1"}, "sk": {"S": sk}}
+        return {"eventID": f"e{sequence}", "eventName": event, "eventSource": "aws:dynamodb",
+                "dynamodb": {"Keys": image, "SequenceNumber": sequence, "StreamViewType": "NEW_AND_OLD_IMAGES",
+                             **({"NewImage": image} if event == "INSERT" else {"OldImage": image})}}
+
+    client = streams_client(Pin)
+    with Stubber(client) as stub:
+        stub.add_response("describe_stream", {"StreamDescription": {"Shards": [
+            {"ShardId": parent, "SequenceNumberRange": {"StartingSequenceNumber": number(100),
+                                                        "EndingSequenceNumber": number(300)}},
+            {"ShardId": child, "ParentShardId": parent,
+             "SequenceNumberRange": {"StartingSequenceNumber": number(400)}}]}})
+        stub.add_response("get_shard_iterator", {"ShardIterator": "parent-1"})
+        stub.add_response("get_records", {"Records": [], "NextShardIterator": "parent-2"})  # not its end
+        stub.add_response("get_records", {"Records": [record(number(200), "INSERT", "PIN#late")]})  # the end
+        stub.add_response("get_shard_iterator", {"ShardIterator": "child-1"})
+        stub.add_response("get_records", {"Records": [record(number(500), "INSERT", "_cprobe#p"),
+                                                      record(number(600), "REMOVE", "_cprobe#p")],
+                                          "NextShardIterator": "child-2"})
+        stub.add_response("get_records", {"Records": [], "NextShardIterator": "child-3"})  # its current end
+        proof = StreamProof(Board.pin_count, [relation for relation in (Pin.board,)])
+        probe = Probe("Boards", "BOARD#b1", "_cprobe#p", ("BOARD#b1", "_cprobe#p"))
+        waiting = proof.waiting([(META, {("Boards", 0): "1".zfill(40)}, [probe])])
+        stub.assert_no_pending_responses()
+    assert waiting == {META: 1}  # the pin in the parent shard, after the mark, waits

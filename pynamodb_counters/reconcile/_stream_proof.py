@@ -222,7 +222,8 @@ class StreamProof:
                     continue
                 iterator = client.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
                                                      ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-                left = self._read(client, iterator, hash_name, range_name, partitions, probes, kept, removed)
+                left = self._read(client, iterator, hash_name, range_name, partitions, probes, kept, removed,
+                                  ended=ending is not None)
                 if left is not None:
                     open_shards.append(left)
             deadline, pause = time.monotonic() + wait, 0.05
@@ -242,9 +243,12 @@ class StreamProof:
 
     @staticmethod
     def _read(client: Any, iterator: Optional[str], hash_name: str, range_name: str, partitions: Set[str],
-              probes: Set[str], kept: Dict[str, List[Mapping[str, Any]]], removed: Set[str]) -> Optional[str]:
+              probes: Set[str], kept: Dict[str, List[Mapping[str, Any]]], removed: Set[str], ended: bool = False
+              ) -> Optional[str]:
         """Read one shard from ``iterator`` to its current end, keeping the records of ``partitions``; the
-        iterator to read on from (an open shard), or ``None`` (a shard that ended)."""
+        iterator to read on from (an open shard), or ``None`` (a shard that ended). A shard that ``ended`` is read
+        to its last record, through the empty pages DynamoDB Streams may return before it: a partition's records
+        before its probe may be there (a parent shard's)."""
         while iterator:
             page = client.get_records(ShardIterator=iterator, Limit=1000)
             for record in page.get("Records", []):
@@ -257,8 +261,8 @@ class StreamProof:
                 if probe in probes and record.get("eventName") == "REMOVE":
                     removed.add(probe)
             following: Optional[str] = page.get("NextShardIterator")
-            if not page.get("Records"):
-                return following  # the shard's current end (None once it ended)
+            if not page.get("Records") and not ended:
+                return following  # the shard's current end
             iterator = following
         return None
 
