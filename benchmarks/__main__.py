@@ -23,6 +23,9 @@ export audit benchmark (``python -m benchmarks.export_audit``: a 1,000,000-item 
 reading it, Spark ``local[2]`` beside it, and the live Scan audit; 10 to 15 minutes).
 The instruction count of the overhead benchmark's paths (``python -m benchmarks.instructions``, under valgrind's
 callgrind: about 4 minutes) runs on its own too.
+So do the stream benchmarks: ``python -m benchmarks.stream`` (a like counted from the stream against the
+transaction and the aggregator by hand) and ``python -m benchmarks.stream_audit`` (an audit of a counter fed from
+the stream while likes wait, against the plain recount).
 A part that fails its own checks is reported, the others still run, and the exit status is 1.
 """
 from __future__ import annotations
