@@ -25,7 +25,7 @@ from tests.support.client_hooks import hooked
 from tests.support.factories import raw_client
 from tests.support.models import REGION
 from tests.support.stream_models import STREAM_MODELS, Board, Note, Pin
-from tests.test_stream_counting import boards, count, exact, stored, stream
+from tests.support.stream_state import boards, count, exact, stored, stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 

@@ -17,7 +17,7 @@ from pynamodb_counters.testing import Backend
 from tests.support.factories import raw_client
 from tests.support.stream_models import STREAM_MODELS, Board, Folder, Pin
 from tests.support.stream_records import lambda_event, read_stream
-from tests.test_stream_counting import exact
+from tests.support.stream_state import exact
 
 pytestmark = pytest.mark.slow
 

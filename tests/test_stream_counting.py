@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 from botocore.exceptions import ClientError
@@ -20,67 +20,19 @@ from pynamodb.transactions import TransactWrite
 
 from pynamodb_counters import CountedTransaction, CounterField, CounterMixin, counted_by, signals
 from pynamodb_counters.exceptions import ConfigurationError, CounterError, InvalidArgumentError
-from pynamodb_counters.streams import SkipReason, StreamResult, count_stream
+from pynamodb_counters.streams import SkipReason, count_stream
 from tests.support.client_hooks import hooked
 from tests.support.factories import raw_client
 from tests.support.models import REGION
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
-from tests.support.stream_records import lambda_event, read_stream
+from tests.support.stream_records import lambda_event
+from tests.support.stream_state import BOARDS, boards, count, exact, stored, stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
-
-BOARDS = ["BOARD#b1", "BOARD#b2", "BOARD#b3"]
-
 
 @pytest.fixture
 def counters_models() -> List[type]:
     return list(STREAM_MODELS)
-
-
-def boards(*pks: str) -> None:
-    for pk in pks or BOARDS:
-        Board(pk=pk, sk="META").save()
-        for name in ("inbox", "art"):
-            Folder(pk=pk, sk=f"FOLDER#{name}").save()
-
-
-def stream(after: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The Boards stream's records (after the sequence number ``after``), as GetRecords returns them."""
-    return read_stream("Boards", after=after)
-
-
-def count(records: Sequence[Dict[str, Any]]) -> StreamResult:
-    """``count_stream`` on ``records``, as a Lambda on the stream receives them."""
-    return count_stream(lambda_event(records, "Boards"), models=[Pin, Note])
-
-
-def recount(pk: str) -> Dict[str, Any]:
-    """What every counter of board ``pk`` should hold, from the pins stored."""
-    pins = list(Pin.query(pk, Pin.sk.startswith("PIN#"), consistent_read=True))
-    notes = list(Note.query(pk, Note.sk.startswith("NOTE#"), consistent_read=True))
-    return {"pin_count": len(pins), "stars": sum(int(pin.rating) for pin in pins),
-            "published": sum(pin.status == "published" for pin in pins), "views": len(pins),
-            "note_count": len(notes), "note_words": sum(int(note.words) for note in notes),
-            "folders": {name: n for name, n in Counter(pin.folder for pin in pins).items()},
-            "days": {day: n for day, n in Counter(pin.day for pin in pins).items()}}
-
-
-def stored(pk: str) -> Dict[str, Any]:
-    """What the counters of board ``pk`` hold."""
-    board = Board.get(pk, "META", consistent_read=True)
-    folders = {folder.sk[len("FOLDER#"):]: folder.pin_count
-               for folder in Folder.query(pk, Folder.sk.startswith("FOLDER#"), consistent_read=True)}
-    days = {day.sk[len("DAY#"):]: day.pins
-            for day in DailyPins.query(pk, DailyPins.sk.startswith("DAY#"), consistent_read=True)}
-    return {"pin_count": board.pin_count, "stars": board.stars, "published": board.published,
-            "views": Board.views.total((pk, "META"), consistent_read=True), "note_count": board.note_count,
-            "note_words": board.note_words, "folders": {name: n for name, n in folders.items() if n},
-            "days": {day: n for day, n in days.items() if n}}
-
-
-def exact(*pks: str) -> None:
-    for pk in pks or BOARDS:
-        assert stored(pk) == recount(pk), pk
 
 
 def activity(seed: int = 7, writes: int = 60) -> None:

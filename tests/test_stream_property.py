@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections import Counter
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import pytest
@@ -30,6 +29,7 @@ from tests.support.factories import raw_client
 from tests.support.factories import stored as table_items
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
 from tests.support.stream_records import lambda_event, read_stream
+from tests.support.stream_state import recount, stored
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -144,29 +144,6 @@ def write(step: Write, boards: Sequence[str]) -> None:
         else:
             note.words = 5 * rating
             note.save()
-
-
-def stored(pk: str) -> Dict[str, Any]:
-    """What the counters of board ``pk`` hold."""
-    board = Board.get(pk, "META", consistent_read=True)
-    folders = {folder.sk[len("FOLDER#"):]: folder.pin_count
-               for folder in Folder.query(pk, Folder.sk.startswith("FOLDER#"), consistent_read=True)}
-    days = {day.sk[len("DAY#"):]: day.pins
-            for day in DailyPins.query(pk, DailyPins.sk.startswith("DAY#"), consistent_read=True)}
-    return {"pin_count": board.pin_count, "stars": board.stars, "published": board.published,
-            "views": Board.views.total((pk, "META"), consistent_read=True), "note_count": board.note_count,
-            "note_words": board.note_words, "folders": {name: n for name, n in folders.items() if n},
-            "days": {day: n for day, n in days.items() if n}}
-
-
-def recount(pk: str) -> Dict[str, Any]:
-    """What every counter of board ``pk`` should hold, from the pins and notes stored."""
-    pins = list(Pin.query(pk, Pin.sk.startswith("PIN#"), consistent_read=True))
-    notes = list(Note.query(pk, Note.sk.startswith("NOTE#"), consistent_read=True))
-    return {"pin_count": len(pins), "stars": sum(int(pin.rating) for pin in pins),
-            "published": sum(pin.status == "published" for pin in pins), "views": len(pins),
-            "note_count": len(notes), "note_words": sum(int(note.words) for note in notes),
-            "folders": dict(Counter(pin.folder for pin in pins)), "days": dict(Counter(pin.day for pin in pins))}
 
 
 def items() -> List[Dict[str, Any]]:
