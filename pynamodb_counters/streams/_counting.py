@@ -268,6 +268,41 @@ def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: O
     :raises ConfigurationError: it counts into a parent outside the child's partition, and the child's table cannot
       hold a marker that expires.
     """
+    compared = _compared(record, models, named)
+    if isinstance(compared, Skipped):
+        return compared
+    event, sequence, child = compared.event, compared.sequence, compared.child
+    if not compared.outside.counted:
+        return _Record(event, sequence, padded(sequence), child, compared.inside)
+    relation, change = compared.outside.counted[0]
+    check_record_markers(type(child), f"{relation} ({type(child).__name__} {key_of(child)!r} counts into "
+                                      f"{relation.parent_model.__name__} {change.key!r})")
+    write = streamed_write(compared.before, compared.after, event)
+    return _Record(event, sequence, padded(sequence), child, compared.inside,
+                   marked(event, sequence, write, compared.outside.changes))
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """A record's child in its old image and its new one (``None`` where absent), and its changes: into parents
+    in the child's partition (``inside``) and outside it."""
+
+    event: str
+    sequence: str
+    before: Optional[Model]
+    after: Optional[Model]
+    child: Model
+    inside: Deltas
+    outside: Deltas
+
+
+def _compared(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: Optional[str]
+              ) -> Union[_Compared, Skipped]:
+    """``record``'s images loaded and compared, or why it is skipped.
+
+    :raises ParentKeyError: a key function gave an unusable parent key.
+    :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    """
     change = record["dynamodb"]
     event, sequence = str(record["eventID"]), str(change.get("SequenceNumber", ""))
     kind = str(record.get("eventName"))
@@ -287,13 +322,7 @@ def _record(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named: O
     child = after if after is not None else before
     assert child is not None
     inside, outside = by_partition(found, child)
-    if not outside.counted:
-        return _Record(event, sequence, padded(sequence), child, inside)
-    relation, change = outside.counted[0]
-    check_record_markers(type(child), f"{relation} ({type(child).__name__} {key_of(child)!r} counts into "
-                                      f"{relation.parent_model.__name__} {change.key!r})")
-    write = streamed_write(before, after, event)
-    return _Record(event, sequence, padded(sequence), child, inside, marked(event, sequence, write, outside.changes))
+    return _Compared(event, sequence, before, after, child, inside, outside)
 
 
 def record_changes(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: Optional[str]
@@ -301,15 +330,13 @@ def record_changes(record: Mapping[str, Any], models: Tuple[Type[Model], ...], t
     """The counter changes :func:`count_stream` counts for ``record`` (a stream record of ``table``) into parents
     in the child's partition, by their marks: every relation of ``models`` declared ``counting="stream"``,
     compared from its images; none for a record it skips. An audit reads them to tell what the records still
-    waiting for the handler will change.
+    waiting for the handler will change (it makes no marked write for the changes outside the partition).
 
     :raises ParentKeyError: a key function gave an unusable parent key.
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
-    :raises ConfigurationError: it counts into a parent outside the child's partition, and the child's table cannot
-      hold a marker that expires.
     """
-    counted = _record(record, models, table)
-    return () if isinstance(counted, Skipped) else counted.found.changes
+    compared = _compared(record, models, table)
+    return () if isinstance(compared, Skipped) else compared.inside.changes
 
 
 def _targets(found: Sequence[_Record]) -> List[_Target]:
