@@ -5,6 +5,7 @@ Every error derives from :class:`CounterError`. The hierarchy::
 
     CounterError
      +-- ConfigurationError        a declaration is wrong (raised at class definition or first use)
+     |    +-- AmbiguousItemError       a stream record's item fits two models given together
      +-- InvalidArgumentError      an argument of a call is wrong; also a ValueError and a TypeError
      +-- ParentKeyError            a relation's key function gave a key the parent model cannot use
      +-- ChildValueError           a relation's when= or amount= function failed, or gave a non-bool / non-int
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
 __all__ = [
+    "AmbiguousItemError",
     "BulkWriteError",
     "ChildValueError",
     "ConditionFailedError",
@@ -119,6 +121,16 @@ class ConfigurationError(CounterError):
     """A ``CounterField`` or ``counted_by`` declaration cannot work."""
 
     msg = "invalid counter configuration"
+
+
+class AmbiguousItemError(ConfigurationError):
+    """A stream record's item fits two of the models given to a handler together (their declarations leave it to
+    both: see "Which model an item is" on the :doc:`stream-counting` page). The batch stops at that record, nothing
+    written for it or the records after it, with this error as the result's ``error``: an item is counted as one
+    model's, never guessed. Tell the models apart (a ``prefix=``, a non-null attribute, a discriminator) and the
+    record is counted when Lambda delivers it again."""
+
+    msg = "an item fits two models"
 
 
 class InvalidArgumentError(CounterError, ValueError, TypeError):

@@ -18,8 +18,8 @@ from pynamodb.expressions.condition import size
 from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_counters import AuditReport, ExportProgress, audit, repair, skip_counting
+from pynamodb_counters.declare._item_conditions import matcher
 from pynamodb_counters.exceptions import CounterError, ExportError, InvalidArgumentError
-from pynamodb_counters.reconcile.export._conditions import matcher
 from pynamodb_counters.testing import export_table, write_export
 from tests.support.audit_models import Answer, Cart, Line, Question, create_tables
 from tests.support.client_hooks import unlike_before_the_first_query
@@ -547,7 +547,7 @@ def test_a_condition_matches_exactly_the_items_a_scan_filters(name: str) -> None
 
 def test_a_condition_that_cannot_be_evaluated_on_an_item() -> None:
     with pytest.raises(ExportError, match=r"Forum.audit_filter\(\) .*size"):
-        matcher(Forum.sk.startswith("A") & (size(Forum.pk) > 3), "Forum.audit_filter()")
+        matcher(Forum.sk.startswith("A") & (size(Forum.pk) > 3), "Forum.audit_filter()", ExportError)
 
 
 def _scan_pages(condition: Any) -> Sequence[Dict[str, Any]]:

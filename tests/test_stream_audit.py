@@ -223,6 +223,7 @@ def test_a_relation_counted_by_children_is_reported_with_its_cause_and_nothing_w
                                  "stream_view_type": STREAM_NEW_AND_OLD_IMAGE})
         pk = UnicodeAttribute(hash_key=True)
         sk = UnicodeAttribute(range_key=True)
+        body = UnicodeAttribute()  # what tells a post from its wall, in their one table
         wall = counted_by(Wall.posts, key=lambda post: (post.pk, "META"), counting="stream",
                           children=lambda key: Post.count(key[0], Post.sk.startswith("POST#")))
 

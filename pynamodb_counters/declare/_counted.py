@@ -14,7 +14,7 @@ from pynamodb.models import Model
 from ..exceptions import ConfigurationError
 
 __all__ = ["CountedBase", "MAX_SHARDS", "SPEC_HELD", "counted_classes", "declared", "forget_specs", "note_declared",
-           "require_mixin", "same_class"]
+           "require_mixin", "same_class", "subclasses_of"]
 
 MAX_SHARDS = 100
 """The most shards a counter may have: one BatchGetItem (at most 100 keys) reads them all, and one transaction
@@ -45,8 +45,13 @@ def note_declared() -> None:
 
 def counted_classes() -> Iterator[Type[Any]]:
     """Every class deriving from :class:`CountedBase` that is still alive, each once."""
+    return subclasses_of(CountedBase)
+
+
+def subclasses_of(base: Type[Any]) -> Iterator[Type[Any]]:
+    """Every class deriving from ``base`` that is still alive, each once."""
     seen = set()
-    pending: List[Type[Any]] = list(CountedBase.__subclasses__())
+    pending: List[Type[Any]] = list(base.__subclasses__())
     while pending:
         klass = pending.pop()
         if klass in seen:

@@ -20,9 +20,10 @@ The rules a :func:`~pynamodb_counters.counted_by` declaration must pass, refused
 ``counted_by()`` is called (:func:`check_options`), and its place, when a class registers it
 (:func:`check_declaration`): the mixin, a counter on a model, shards its key can carry, ``prefix=`` on a model
 with a range key, how its expiries are counted, no twin relation counting each child twice, no neighbour counted
-under an overlapping prefix. And what every counted class must hold when it is made (:func:`check_model`): no
-attribute stored under a name the library stores itself, and the relations it inherits holding for it (a
-``TTLAttribute`` a subclass adds). A relation is passed to them: :class:`Relation` calls them.
+under an overlapping prefix, a child counted from the stream told apart from its parent in their one table. And
+what every counted class must hold when it is made (:func:`check_model`): no attribute stored under a name the
+library stores itself, and the relations it inherits holding for it (a ``TTLAttribute`` a subclass adds). A
+relation is passed to them: :class:`Relation` calls them.
 
 A relation's per-child methods (:meth:`Relation.parent_key`, :meth:`Relation.changes`...) serve its users and the
 audits; a counted write reads the relation compiled (``_spec.RelationSpec``) and runs its functions itself
@@ -52,13 +53,14 @@ from typing import (
 
 from pynamodb.attributes import Attribute, DiscriminatorAttribute
 
-from .._keys import ParentKey, holds
+from .._keys import ParentKey, discriminator_of, holds
 from .._write_results import CounterChange
 from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
 from ._attributes import CounterField
 from ._counted import counted_classes, forget_specs, note_declared, require_mixin, same_class
 from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries
 from ._feeder_ids import check_feeder_id, feeder_entry
+from ._identity import compile_identity, related, told_apart_when_declared
 from ._shards import check_shardable, choose_shard
 from ._stored_names import STORED_NAMES
 
@@ -67,8 +69,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["COUNTINGS", "MAX_FEEDER", "TRANSACTION", "KeyFunctionOf", "check_counting",
            "Relation", "amount_refused", "call_failed", "check_declaration",
-           "check_model", "check_options", "check_parent_defaults", "counted_by", "key_failed", "made",
-           "normalize_key", "when_refused"]
+           "check_model", "check_options", "check_parent_defaults", "counted_by", "declared_prefixes", "key_failed",
+           "made", "normalize_key", "when_refused"]
 
 KeyFunction = Callable[[Any], Any]
 ChildCounter = Callable[[ParentKey], int]
@@ -567,8 +569,9 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
       miscount whatever it declares (:func:`check_model`), the counter is on no model, a sharded counter of
       ``owner`` has a key that cannot carry shards, ``prefix=`` on a model with no range key, ``owner`` or a
       subclass made already has a ``TTLAttribute`` and the relation does not say how its expiries are counted,
-      another relation of ``owner`` already counts it the same way in the same counter, or another child model's
-      items are under an overlapping prefix of the same table with nothing to tell them apart.
+      another relation of ``owner`` already counts it the same way in the same counter, another child model's
+      items are under an overlapping prefix of the same table with nothing to tell them apart, or, counted from the
+      stream, nothing tells ``owner``'s items from its parent's in their one table (``_identity``).
     """
     where = f"{owner.__name__}.{name} = counted_by(...)"
     if relation.declared_on is not None:
@@ -597,6 +600,8 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
     _check_twins(relation, owner, name)
     if relation.prefix is not None:
         _check_neighbours(relation, owner, name, attributes)
+    if relation.counting == STREAM:
+        _check_told_apart(relation, owner, where, attributes)
 
 
 def check_model(owner: Type[Any], kind: Type[Any]) -> None:
@@ -623,6 +628,23 @@ def check_model(owner: Type[Any], kind: Type[Any]) -> None:
             if isinstance(relation, kind) and relation.declared_on is klass and relation.counting != STREAM:
                 check_inherited_expiries(owner, klass, f"{klass.__name__}.{name} = counted_by(...)",
                                          _counter_of(relation), relation.expiries)
+
+
+def declared_prefixes(model: type) -> Tuple[str, ...]:
+    """The ``prefix=`` of every relation ``model`` declares or inherits, registered or not (a class whose body is
+    being run holds its relations in its namespace), each once."""
+    return tuple(dict.fromkeys(value.prefix for klass in reversed(model.__mro__) for value in vars(klass).values()
+                               if isinstance(value, Relation) and value.prefix is not None))
+
+
+def _check_told_apart(relation: Any, owner: Type[Any], where: str, attributes: Dict[str, Attribute[Any]]) -> None:
+    """Refuse a relation counted from the stream whose child's items nothing tells from its parent's, in one table:
+    the handler would count the parent's own records (``_identity``)."""
+    parent = relation.parent_model
+    if parent.Meta.table_name != _table_of(owner) or related(owner, parent):
+        return
+    theirs = compile_identity(parent, parent.get_attributes(), declared_prefixes(parent), discriminator_of(parent))
+    told_apart_when_declared(owner, theirs, where, attributes, declared_prefixes(owner))
 
 
 def _made_subclasses(model: type) -> Iterator[type]:

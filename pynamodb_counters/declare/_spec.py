@@ -15,9 +15,10 @@ models may be declared (and imported) after their parent.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import BINARY_SET, NUMBER_SET, STRING_SET
@@ -28,11 +29,12 @@ from ._attributes import CounterField
 from ._counted import SPEC_HELD, CountedBase, counted_classes, declared, same_class
 from ._expiry_rules import STREAM
 from ._feeder_ids import feeder_clash, feeder_id, legacy_feeder_id
+from ._identity import Identity, compile_identity, confused, confusion, models_in, related
 from ._relations import REGISTERING, UNREGISTERED, Relation, made
 from ._stored_names import FEEDER_SEPARATOR
 
-__all__ = ["ModelSpec", "RelationSpec", "all_relations", "check_feeder_ids", "compile_relation", "counters_of",
-           "feeders_of", "foreign_feeders", "relations_of", "shard_count", "spec_of"]
+__all__ = ["ModelSpec", "RelationSpec", "all_relations", "check_feeder_ids", "check_told_apart", "compile_relation",
+           "counters_of", "feeders_of", "foreign_feeders", "identity_of", "relations_of", "shard_count", "spec_of"]
 
 _SET_TYPES = frozenset((STRING_SET, NUMBER_SET, BINARY_SET))
 
@@ -333,3 +335,52 @@ def _same_model(one: type, other: type) -> bool:
     """Whether two models store the same items: one is the other's subclass or base, or they are one class
     defined twice (a module imported again, a factory called again)."""
     return issubclass(one, other) or issubclass(other, one) or same_class(one, other)
+
+
+# -- which model an item is -----------------------------------------------------------------------------------------
+_IDENTITIES: weakref.WeakKeyDictionary[type, Tuple[Tuple[Any, ...], Identity]] = weakref.WeakKeyDictionary()
+_IDENTITIES_LOCK = threading.Lock()
+
+
+def identity_of(model: type) -> Identity:
+    """What every item of ``model`` holds (``_identity``), compiled on first use and held while no relation is
+    declared, its table is not renamed and no subclass of its polymorphic model is registered."""
+    discriminator = discriminator_of(model)
+    stamp = (declared(), model.Meta.table_name,  # type: ignore[attr-defined]
+             len(discriminator._class_map) if discriminator is not None else 0)
+    held = _IDENTITIES.get(model)
+    if held is not None and held[0] == stamp:
+        return held[1]
+    prefixes = [relation.prefix for relation in relations_of(model) if relation.prefix is not None]
+    identity = compile_identity(model, model.get_attributes(), prefixes, discriminator)  # type: ignore[attr-defined]
+    with _IDENTITIES_LOCK:
+        _IDENTITIES[model] = (stamp, identity)
+    return identity
+
+
+_TOLD_APART: Dict[Tuple[int, ...], int] = {}
+"""The sets of models (by id) found told apart, each with the number of relations declared then."""
+
+
+def check_told_apart(models: Sequence[type], caller: str) -> None:
+    """Refuse ``models``, given together to ``caller`` (a stream handler), where one's items cannot be told from
+    another model's of its table: one of ``models``, or any model loaded with items in that table (``_identity``).
+    Checked once per set of models while no relation is declared.
+
+    :raises ConfigurationError: naming both models, what tells each one's items, and how to tell them apart.
+      Nothing was written.
+    """
+    key = tuple(id(model) for model in models)
+    if _TOLD_APART.get(key) == declared():
+        return
+    for model in models:
+        mine = identity_of(model)
+        others = dict.fromkeys(other for other in models if other.Meta.table_name == mine.table)  # type: ignore
+        others.update(dict.fromkeys(models_in(mine.table)))
+        for other in others:
+            if related(model, other):
+                continue
+            theirs = identity_of(other)
+            if confusion(mine, theirs):
+                raise ConfigurationError(confused(caller, model, mine, other, theirs))
+    _TOLD_APART[key] = declared()

@@ -10,18 +10,16 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from pynamodb.attributes import TTLAttribute
 from pynamodb.exceptions import AttributeDeserializationError
-from pynamodb.expressions.condition import Condition
 
-from .._keys import ParentKey, as_returned, discriminator_of, key_attributes
+from .._keys import ParentKey, as_returned, key_attributes
 from ..declare._attributes import CounterField
 from ..declare._feeder_ids import feeder_id, legacy_feeder_id
 from ..declare._relations import Relation
 from ..declare._spec import check_feeder_ids, feeders_of
 from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
-from ..write._conditions import discriminator_condition
 from ..write._items import StoredNumber, count_of
 
-__all__ = ["Uncountable", "audited", "child_class_condition", "counted_child", "expired", "loaded_feeders",
+__all__ = ["Uncountable", "audited", "counted_child", "expired", "loaded_feeders",
            "shares_partitions", "sum_stored"]
 
 
@@ -71,17 +69,6 @@ def loaded_feeders(counter: CounterField) -> Dict[str, Relation]:
     current = {feeder_id(relation): relation for relation in feeders_of(counter)}
     legacy = {legacy_feeder_id(relation): relation for relation in feeders_of(counter)}
     return {**legacy, **current}
-
-
-def child_class_condition(child: Any) -> Optional[Condition]:
-    """What picks out, among the items under a relation's ``prefix=``, those its child model counts: in a
-    polymorphic model, the discriminator of the child class and of its registered subclasses (the relation is
-    inherited), since sibling classes may share the prefix; ``None`` for a model of its own, or for the root of a
-    polymorphic model (it counts every class)."""
-    attribute = discriminator_of(child)
-    if attribute is None or attribute.get_discriminator(child) is None:
-        return None
-    return discriminator_condition(child)
 
 
 def expired(model: Any, item: Dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from .._costs import read_units
 from .._keys import ParentKey, key_attributes, serialize_key
 from ..declare._attributes import CounterField
 from ..declare._relations import Relation
-from ..declare._spec import shard_count
+from ..declare._spec import identity_of, shard_count
 from ..declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
 from ..exceptions import TransactionError
 from ..signals import counter_repaired, send_safely
@@ -32,7 +32,6 @@ from ..write._set_counter import write_total
 from ._audit_rules import (
     Uncountable,
     audited,
-    child_class_condition,
     counted_child,
     expired,
     loaded_feeders,
@@ -229,7 +228,7 @@ class Auditor:
         assert relation.prefix is not None
         hash_value = child_hash.serialize(key[0])
         connection = child._get_connection()
-        counted = child_class_condition(child)
+        counted = identity_of(child).condition  # the items of its model alone
         named = key if shares_partitions(relation) and not alone else None
         read = relation.conditional or named is not None
         count, start = 0, None

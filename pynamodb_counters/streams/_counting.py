@@ -56,7 +56,7 @@ from .._keys import ItemId, item_id, key_of
 from .._write_results import CounterChange
 from ..declare._expiry_rules import MARKER, STREAM, check_record_markers
 from ..declare._shards import shard_key
-from ..declare._spec import RelationSpec, spec_of
+from ..declare._spec import RelationSpec, check_told_apart, spec_of
 from ..declare._stored_names import PROBE, stream_mark_name
 from ..exceptions import (
     ChildValueError,
@@ -138,8 +138,10 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
     :raises InvalidArgumentError: ``event`` is not a stream event, ``models`` are not children counted from the
       stream (or whose expiries are), or records that name no table are given without ``table=`` for models in
       several tables. Nothing was written.
-    :raises ConfigurationError: a record of a table of ``models`` without the images it needs (the stream's view
-      type is ``KEYS_ONLY``, ``NEW_IMAGE`` or ``OLD_IMAGE``). Nothing was written.
+    :raises ConfigurationError: a model of ``models`` whose items nothing tells from another model's of its table
+      (given with it, or loaded: see "Which model an item is" on the "Counting from the stream" page), or a record
+      of a table of ``models`` without the images it needs (the stream's view type is ``KEYS_ONLY``, ``NEW_IMAGE``
+      or ``OLD_IMAGE``). Nothing was written.
     """
     records = records_of(event, "count_stream")
     given = _models(models)
@@ -203,6 +205,7 @@ def _models(models: Iterable[Type[Model]]) -> Tuple[Type[Model], ...]:
             raise InvalidArgumentError(f"count_stream(models=...): {model!r} is not a child counted from the stream "
                                        f"(a model with a relation declared counted_by(..., counting='stream'), or "
                                        f"expiries='stream'). Nothing was written")
+    check_told_apart(given, "count_stream")
     return given
 
 

@@ -20,9 +20,9 @@ from pynamodb.expressions.operand import Path
 
 from .._write_results import CounterChange
 from ..declare._expiry_rules import MARKER, STREAM
-from ..declare._spec import relations_of, spec_of
+from ..declare._spec import check_told_apart, relations_of, spec_of
 from ..declare._stored_names import WRITE_ID
-from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
+from ..exceptions import AmbiguousItemError, ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
 from ..write._deltas import deltas
 from ..write._markers import expiry_write
 from ..write._send import RetryPolicy
@@ -65,8 +65,9 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
     :raises InvalidArgumentError: ``event`` is not a stream event, ``models`` are not counted children whose
       expiries are counted through the stream, or records that name no table (``GetRecords``'s) are given
       without ``table=`` for ``models`` in several tables. Nothing was written.
-    :raises ConfigurationError: a deletion by TTL without its old image (the stream's view type is ``KEYS_ONLY`` or
-      ``NEW_IMAGE``). Nothing was written.
+    :raises ConfigurationError: a model of ``models`` whose items nothing tells from another model's of its table,
+      or a deletion by TTL without its old image (the stream's view type is ``KEYS_ONLY`` or ``NEW_IMAGE``).
+      Nothing was written.
     """
     records = records_of(event, "count_expiries")
     given = _models(models)
@@ -106,7 +107,7 @@ def _classify(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], .
     for record in records:
         try:
             found = _expiry(record, models, table)
-        except (ParentKeyError, ChildValueError) as error:
+        except (ParentKeyError, ChildValueError, AmbiguousItemError) as error:
             return expiries, skipped, (str(record["eventID"]), str(record["dynamodb"].get("SequenceNumber", "")),
                                        error)
         if isinstance(found, Skipped):
@@ -140,6 +141,7 @@ def _models(models: Iterable[Type[Model]]) -> Tuple[Type[Model], ...]:
             raise InvalidArgumentError(f"count_expiries(models=...): no relation of {model.__name__} counts its "
                                        f"expiries through the stream (declare counted_by(..., expiries='stream')). "
                                        f"Nothing was written")
+    check_told_apart(given, "count_expiries")
     return given
 
 

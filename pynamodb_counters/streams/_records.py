@@ -2,7 +2,8 @@
 Stream records as the handlers read them: the records of a Lambda event (or of ``GetRecords``), the table each
 belongs to, its sequence number in an order that compares as text, and the model instance an image holds.
 
-No I/O, but not pure: loading an image runs PynamoDB's deserialization of the models given.
+No I/O, but not pure: loading an image runs PynamoDB's deserialization of the models given. Which model an image is
+of is the declarations' rule (``declare._identity``), as audits and exports read it.
 """
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from pynamodb.exceptions import PynamoDBException
 
-from .._keys import as_returned, discriminator_of
+from .._keys import as_returned
 from ..declare._expiry_rules import ttl_attribute
-from ..declare._spec import relations_of
-from ..exceptions import InvalidArgumentError
+from ..declare._spec import identity_of
+from ..exceptions import AmbiguousItemError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -89,26 +90,19 @@ def padded(sequence: Any) -> str:
 
 def load(image: Dict[str, Any], models: Sequence[Type[Model]], named: Optional[str], *, expiring: bool = False
          ) -> Optional[Model]:
-    """The item ``image`` holds, as the one model of ``models`` it fits loads it, else ``None``: in the table
-    ``named`` (``None``: any), with its key attributes (and, ``expiring``, its TTL attribute), its class (a
-    polymorphic model's) and its relations' prefixes."""
+    """The item ``image`` holds, as the one model of ``models`` it fits loads it (``declare._identity``: its key
+    attributes, its relations' prefixes, its discriminator, its non-null attributes), else ``None``: in the table
+    ``named`` (``None``: any), and, ``expiring``, with its TTL attribute.
+
+    :raises AmbiguousItemError: the image fits two of ``models`` (a polymorphic model's classes are one model).
+    """
     loaded: List[Model] = []
     for model in models:
-        attributes = model.get_attributes()
-        names = [attributes[name].attr_name for name in (model._hash_keyname, model._range_keyname) if name]
-        if named is not None and model.Meta.table_name != named or not all(name in image for name in names):
+        if named is not None and model.Meta.table_name != named or not identity_of(model).fits(image):
             continue
         if expiring:
             ttl = ttl_attribute(model)
             if ttl is None or ttl.attr_name not in image:
-                continue
-        if not _prefixed(model, image):
-            continue
-        discriminator = discriminator_of(model)
-        if discriminator is not None:
-            stored = (image.get(discriminator.attr_name) or {}).get("S")
-            if stored not in {discriminator.get_discriminator(cls)
-                              for cls in discriminator.get_registered_subclasses(model)}:
                 continue
         try:
             instance = model.from_raw_data(as_returned(image))
@@ -116,14 +110,19 @@ def load(image: Dict[str, Any], models: Sequence[Type[Model]], named: Optional[s
             continue
         if not any(type(instance) is type(other) for other in loaded):
             loaded.append(instance)
-    return loaded[0] if len(loaded) == 1 else None
+    if len(loaded) > 1:
+        first, second = (type(instance) for instance in loaded[:2])
+        raise AmbiguousItemError(
+            f"the item {_key_text(first, image)} fits both {first.__name__} and {second.__name__} "
+            f"({first.__name__}: {identity_of(first).describe()}; {second.__name__}: "
+            f"{identity_of(second).describe()}): an item is one model's, counted once.\n"
+            f"Tell them apart: a counted_by(..., prefix=...) of each model's sort keys (neither starting the other), "
+            f"a non-null attribute one declares and the other does not, or one DiscriminatorAttribute on a common "
+            f"base of both. Nothing was written for this record or the records after it.")
+    return loaded[0] if loaded else None
 
 
-def _prefixed(model: Type[Model], image: Dict[str, Any]) -> bool:
-    """Whether the image's sort key starts with one of the model's relations' ``prefix=``, where all have one."""
-    prefixes = [relation.prefix for relation in relations_of(model)]
-    if not model._range_keyname or not all(prefixes):
-        return True
-    raw = image.get(model.get_attributes()[model._range_keyname].attr_name) or {}
-    value = str(next(iter(raw.values()), ""))
-    return any(value.startswith(str(prefix)) for prefix in prefixes)
+def _key_text(model: Type[Model], image: Dict[str, Any]) -> str:
+    """The key of a raw image, as its values: ``('POST#p1', 'LIKE#ann')``."""
+    names = [name for name, _ in identity_of(model).keys]
+    return repr(tuple(next(iter((image.get(name) or {"NULL": True}).values())) for name in names))

@@ -15,20 +15,20 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, O
 
 from ..._keys import ParentKey, as_returned, key_attributes
 from ...declare._attributes import CounterField
+from ...declare._item_conditions import Item, matcher
 from ...declare._relations import Relation
+from ...declare._spec import identity_of
 from ...declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD
 from ...exceptions import ExportError
 from ...write._items import StoredNumber, stored_number
 from .._audit_rules import (
     Uncountable,
-    child_class_condition,
     counted_child,
     expired,
     loaded_feeders,
     shares_partitions,
     sum_stored,
 )
-from ._conditions import Item, matcher
 
 __all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "merge_partitions"]
 
@@ -141,10 +141,10 @@ class ExportCounting:
                                   f"(audit() without export=), or declare counted_by(..., prefix=...)")
             child = relation.child_model
             child_keys = key_attributes(child)
-            counted = child_class_condition(child)
+            counted = identity_of(child).condition  # the items of its model alone
             self.children.append(_Children(relation, child.Meta.table_name, child_keys[0].attr_name,
                                            child_keys[-1].attr_name, relation.prefix,
-                                           None if counted is None else matcher(counted, _named(relation)),
+                                           None if counted is None else matcher(counted, _named(relation), ExportError),
                                            relation.conditional))
         needs: Dict[str, List[str]] = {self.parent_table: [f"{model.__name__}.{counter.name}"]}
         for found in self.children:
@@ -152,7 +152,7 @@ class ExportCounting:
         self.tables: Dict[str, Tuple[str, ...]] = {table: tuple(names) for table, names in needs.items()}
         audit_filter = model.audit_filter()
         self.parent_filter = None if audit_filter is None else \
-            matcher(audit_filter, f"{model.__name__}.audit_filter()")
+            matcher(audit_filter, f"{model.__name__}.audit_filter()", ExportError)
         # children stored beside their parents under a prefix are never parents (as a Scan audit leaves them out)
         self.beside = tuple(found.prefix for found in self.children
                             if found.table == self.parent_table and len(self.key_names) > 1)

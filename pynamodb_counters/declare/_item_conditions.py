@@ -1,18 +1,18 @@
 """
-PynamoDB conditions evaluated on one raw item of a table export (DynamoDB typed JSON: ``{"pk": {"S": ...}, ...}``)
-as DynamoDB evaluates them in the live audit's filters: a parent model's ``audit_filter()`` (its Scan) and, in a
-polymorphic model, the discriminator of the classes a relation counts (its Query). Pure, no I/O. (A relation's
-``when=`` is a function of the loaded child, not a condition: ``_counts`` calls it.)
+PynamoDB conditions evaluated on one raw item (DynamoDB typed JSON: ``{"pk": {"S": ...}, ...}``, as a stream
+image, an export's line or a Query returns it) as DynamoDB evaluates them in a filter: what tells a model's items
+from the others of its table (``_identity``), a parent model's ``audit_filter()`` read from an export. Pure, no I/O.
+(A relation's ``when=`` is a function of the loaded child, not a condition: its callers call it.)
 
-:func:`matcher` turns a PynamoDB condition into a function of a raw item, once; the function runs on every item of
-the export. A condition that cannot be evaluated on an item alone (a nested path, ``size()``, a comparison of two
-attributes) is refused when the matcher is made, not when it runs.
+:func:`matcher` turns a PynamoDB condition into a function of a raw item, once; the function runs on every item.
+A condition that cannot be evaluated on an item alone (a nested path, ``size()``, a comparison of two attributes)
+is refused when the matcher is made, not when it runs.
 """
 from __future__ import annotations
 
 import base64
 from decimal import Decimal
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type
 
 from pynamodb.expressions.condition import (
     And,
@@ -30,7 +30,7 @@ from pynamodb.expressions.condition import (
 )
 from pynamodb.expressions.operand import Path, Value
 
-from ...exceptions import ExportError
+from ..exceptions import ConfigurationError, CounterError
 
 __all__ = ["Item", "matcher"]
 
@@ -38,21 +38,24 @@ Item = Dict[str, Any]
 """One raw item, as an export's data file holds it: ``{"pk": {"S": "POST#a91f"}, "likes": {"N": "3"}, ...}``."""
 
 
-def matcher(condition: Condition, what: str) -> Callable[[Item], bool]:
+def matcher(condition: Condition, what: str, error: Type[CounterError] = ConfigurationError
+            ) -> Callable[[Mapping[str, Any]], bool]:
     """A function telling whether a raw item meets ``condition`` (a PynamoDB condition), as DynamoDB would.
 
-    :raises ExportError: a condition this cannot evaluate on an item (a nested path, ``size()``), naming ``what``.
+    :param error: what a condition this cannot evaluate raises.
+    :raises CounterError: ``error``, for a condition this cannot evaluate on an item (a nested path, ``size()``),
+      naming ``what``.
     """
     if isinstance(condition, (And, Or)):
-        first, second = (matcher(part, what) for part in condition.values)
+        first, second = (matcher(part, what, error) for part in condition.values)
         if isinstance(condition, And):
             return lambda item: first(item) and second(item)
         return lambda item: first(item) or second(item)
     if isinstance(condition, Not):
-        inner = matcher(condition.values[0], what)
+        inner = matcher(condition.values[0], what, error)
         return lambda item: not inner(item)
-    name = _name(condition.values[0], what)
-    operands = [_operand(value, what) for value in condition.values[1:]]
+    name = _name(condition.values[0], what, error)
+    operands = [_operand(value, what, error) for value in condition.values[1:]]
     if isinstance(condition, Exists):
         return lambda item: name in item
     if isinstance(condition, NotExists):
@@ -74,19 +77,19 @@ def matcher(condition: Condition, what: str) -> Callable[[Item], bool]:
     if isinstance(condition, Comparison):
         operator, value = condition.operator, operands[0]
         return lambda item: _compare(item.get(name), value, operator)
-    raise ExportError(f"{what} is a condition ({condition}) that cannot be evaluated on an exported item here")
+    raise error(f"{what} is a condition ({condition}) that cannot be evaluated on an item alone here")
 
 
-def _name(operand: Any, what: str) -> str:
+def _name(operand: Any, what: str, error: Type[CounterError]) -> str:
     if isinstance(operand, Path) and len(operand.path) == 1 and "[" not in operand.path[0]:
         return str(operand.path[0])
-    raise ExportError(f"{what} reads {operand}: only top-level attributes can be matched on an exported item")
+    raise error(f"{what} reads {operand}: only top-level attributes can be matched on an item alone")
 
 
-def _operand(operand: Any, what: str) -> Tuple[str, Any]:
+def _operand(operand: Any, what: str, error: Type[CounterError]) -> Tuple[str, Any]:
     if isinstance(operand, Value):
         return _typed(operand.value)  # type: ignore[return-value]
-    raise ExportError(f"{what} compares with {operand}: only values can be compared on an exported item")
+    raise error(f"{what} compares with {operand}: only values can be compared on an item alone")
 
 
 def _typed(value: Optional[Dict[str, Any]]) -> Optional[Tuple[str, Any]]:
