@@ -197,7 +197,8 @@ def test_a_sharded_counter_is_compared_at_each_shard_items_own_mark_and_repaired
 
     with hooked("before-send.dynamodb.UpdateItem", fail_the_first, Board):
         assert count(records)["batchItemFailures"]
-    marks = {item.get("_cstream:Boards", {}).get("S") for item in raw_client(None).scan(TableName="Boards")["Items"]
+    items = raw_client(None).scan(TableName="Boards")["Items"]
+    marks = {item.get("_cstream:views<prefix=PIN#", {}).get("S") for item in items
              if item["pk"]["S"].startswith("BOARD#b1") and item["sk"]["S"] == "META"}  # "BOARD#b1#SHARD2"...
     assert len(marks) > 2  # shard items marked at different records, and one not at all
     assert audit(Board.views, parents=[META]).drifts == ()
@@ -256,7 +257,10 @@ def test_a_shard_that_ended_is_read_to_its_end_through_empty_pages() -> None:
                              **({"NewImage": image} if event == "INSERT" else {"OldImage": image})}}
 
     client = streams_client(Pin)
+    arn = raw_client(None).describe_table(TableName="Boards")["Table"]["LatestStreamArn"]
     with Stubber(client) as stub:
+        stub.add_response("list_streams", {"Streams": [{"StreamArn": arn, "TableName": "Boards",
+                                                        "StreamLabel": arn.rsplit("/", 1)[-1]}]})
         stub.add_response("describe_stream", {"StreamDescription": {"Shards": [
             {"ShardId": parent, "SequenceNumberRange": {"StartingSequenceNumber": number(100),
                                                         "EndingSequenceNumber": number(300)}},
@@ -272,6 +276,6 @@ def test_a_shard_that_ended_is_read_to_its_end_through_empty_pages() -> None:
         stub.add_response("get_records", {"Records": [], "NextShardIterator": "child-3"})  # its current end
         proof = StreamProof(Board.pin_count, [relation for relation in (Pin.board,)])
         probe = Probe("Boards", "BOARD#b1", "_cprobe#p", ("BOARD#b1", "_cprobe#p"))
-        waiting = proof.waiting([(META, {("Boards", 0): "1".zfill(40)}, [probe])])
+        waiting = proof.waiting([(META, {("_cstream:pin_count<prefix=PIN#", 0): "1".zfill(40)}, [probe])])
         stub.assert_no_pending_responses()
     assert waiting == {META: 1}  # the pin in the parent shard, after the mark, waits

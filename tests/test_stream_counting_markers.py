@@ -98,8 +98,9 @@ def test_likes_in_other_partitions_are_counted_from_writes_by_pynamodb_and_boto3
     assert result == {"batchItemFailures": []} and result.error is None
     assert len(result.counted) == len(records) and not result.missing and not result.floored
     exact()
-    assert "_cstream:Likes" not in raw_client(None).get_item(TableName="Posts",
-                                                              Key={"post_id": {"S": "POST#p1"}})["Item"]
+    post = raw_client(None).get_item(TableName="Posts", Key={"post_id": {"S": "POST#p1"}})["Item"]
+    assert not [name for name in post if name.startswith("_cstream")]  # markers, never marks
+    assert "like_count<outside;table=Likes;relation=Like.post" in post["_cfeed"]["SS"]  # for audits
     assert sorted(item["user_id"]["S"] for item in markers()) == \
         sorted(STREAM_MARKER + record["eventID"] for record in records)
 
@@ -286,7 +287,9 @@ def test_a_move_between_its_own_partition_and_another_counts_each_part_by_its_ow
     own = client.get_item(TableName="Threads", Key={"pk": {"S": "THREAD#t1"}, "sk": {"S": "META"}})["Item"]
     other = client.get_item(TableName="Threads", Key={"pk": {"S": "THREAD#t2"}, "sk": {"S": "META"}})["Item"]
     assert (own["replies"], other["replies"]) == ({"N": "0"}, {"N": "1"})
-    assert "_cstream:Threads" in own and "_cstream:Threads" not in other
+    assert [name for name in own if name.startswith("_cstream")] == ["_cstream:replies<prefix=REPLY#"]
+    assert not [name for name in other if name.startswith("_cstream")]
+    assert other["_cfeed"]["SS"] == ["replies<outside;prefix=REPLY#"]  # counted from outside its partition
     assert [item["pk"]["S"] for item in markers("Threads")] == [STREAM_MARKER + records[-1]["eventID"]]
     again = count(records, "Threads", [Reply])
     assert again.counted == () and Thread.get("THREAD#t2", "META", consistent_read=True).replies == 1

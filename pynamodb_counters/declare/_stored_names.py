@@ -11,8 +11,8 @@ from typing import Any
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 
-__all__ = ["EDITED_BY", "EDIT_ID", "FEEDERS", "FEEDER_SEPARATOR", "MARKER", "PROBE", "SEQUENCE", "SHARD",
-           "SHARD_COUNT", "STORED_NAMES", "STREAM_MARK", "WRITE_ID", "stream_mark_name"]
+__all__ = ["EDITED_BY", "EDIT_ID", "FEEDERS", "FEEDER_SEPARATOR", "MARKER", "OUTSIDE", "PROBE", "SEQUENCE", "SHARD",
+           "SHARD_COUNT", "STORED_NAMES", "STREAM_MARK", "WRITE_ID", "outside_entry", "stream_mark_name"]
 
 WRITE_ID = "_cwid"
 """The attribute each counted child item carries: the token of the transaction that created it. A retry whose
@@ -54,10 +54,12 @@ from the stream outside its parent's partition) carries it too, under a hash key
 (:data:`STREAM_MARK` ``#<eventID>``), so that every reader that leaves markers alone leaves both alone."""
 
 STREAM_MARK = "_cstream"
-"""The start of the name of the attribute that marks, on a parent item (or shard item), the last stream record of
-a child table counted into it by :func:`~pynamodb_counters.streams.count_stream`: ``_cstream:<table>`` holds its
-sequence number, zero-padded to 40 digits. One per child table feeding the item from the stream. Also the start of
-the hash key of the marker of a stream record counted outside its parent's partition (``_cstream#<eventID>``)."""
+"""The start of the name of the attribute that marks, on a parent item (or shard item), the last stream record a
+relation counted into it by :func:`~pynamodb_counters.streams.count_stream`: ``_cstream:<feeder entry>``
+(:func:`stream_mark_name`) holds its sequence number, zero-padded to 40 digits. One per relation counted from the
+stream into the item: a mark says "counted" only of what its own relation counts, whichever handler counts the
+others. Also the start of the hash key of the marker of a stream record counted outside its parent's partition
+(``_cstream#<eventID>``)."""
 
 
 PROBE = "_cprobe"
@@ -67,9 +69,24 @@ a parent's partition of the child table before it counts the children, and delet
 (``Post.like_tally``); :func:`~pynamodb_counters.streams.count_stream` skips its records."""
 
 
-def stream_mark_name(table: str) -> str:
-    """The name of the mark of the stream records of ``table`` counted into an item (:data:`STREAM_MARK`)."""
-    return f"{STREAM_MARK}:{table}"
+def stream_mark_name(feeder_entry: str) -> str:
+    """The name of the mark of the stream records a relation counted into an item (:data:`STREAM_MARK`), from the
+    relation's entry in the item's feeder set (``like_tally<prefix=LIKE#``): it means the same as long as the
+    feeder record does, through a module renamed or a model declared in a factory."""
+    return f"{STREAM_MARK}:{feeder_entry}"
+
+
+OUTSIDE = "outside;"
+"""What starts the feeder id in a parent's feeder entry (:data:`FEEDERS`) written by
+:func:`~pynamodb_counters.streams.count_stream` for a child counted into it from outside its partition
+(``like_tally<outside;prefix=LIKE#``): such children are not in the parent's partition, so an audit that counts a
+relation's children there (its ``prefix=``) reports the parent unverifiable."""
+
+
+def outside_entry(feeder_entry: str) -> str:
+    """The feeder entry of a relation's child counted into a parent from outside its partition (:data:`OUTSIDE`)."""
+    counter, _, feeder = feeder_entry.partition(FEEDER_SEPARATOR)
+    return f"{counter}{FEEDER_SEPARATOR}{OUTSIDE}{feeder}"
 
 
 STORED_NAMES = (WRITE_ID, EDIT_ID, SEQUENCE.attr_name, FEEDERS.attr_name, SHARD.attr_name, SHARD_COUNT.attr_name,

@@ -22,7 +22,7 @@ from .._keys import ParentKey, key_attributes, serialize_key
 from ..declare._attributes import CounterField
 from ..declare._relations import Relation
 from ..declare._spec import identity_of, shard_count
-from ..declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SEQUENCE, SHARD_COUNT
+from ..declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, OUTSIDE, SEQUENCE, SHARD_COUNT
 from ..exceptions import TransactionError
 from ..signals import counter_repaired, send_safely
 from ..write._conditions import parent_condition, sequence_is
@@ -50,6 +50,13 @@ PROBE_FAILED = "its probe could not be written ({error}): an audit of a counter 
 """The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent of a counter fed from the stream whose probe
 (``reconcile._stream_proof``) could not be written: nothing was."""
 
+OUTSIDE_PARTITION = ("{relation} counted children into it from outside its partition (from the stream, with a marker "
+                     "each): a Query of its partition under prefix= cannot count them. Audit such children with "
+                     "children=... (a Query of a global secondary index, say), or keep them in their parent's "
+                     "partition")
+"""The :attr:`~pynamodb_counters.Unverifiable.cause` of a parent whose feeder records show children counted into it
+from outside its partition, by a relation an audit counts under its ``prefix=``."""
+
 
 @dataclass(frozen=True)
 class Observation:
@@ -64,8 +71,8 @@ class Observation:
     feeders: FrozenSet[str] = frozenset()
     alone: bool = False
     marks: Mapping[Tuple[str, int], str] = field(default_factory=dict, hash=False)
-    """Where its counter is fed from the stream, the last record of each child table counted into each of its
-    shard items (``_cstream:<table>``), by table and shard: what a count is compared at."""
+    """Where its counter is fed from the stream, the last record each relation counted into each of its shard
+    items (``_cstream:<feeder entry>``; ``""`` where none), by mark name and shard: what a count is compared at."""
 
 
 class Budget:
@@ -93,7 +100,7 @@ class Auditor:
         counter, self.feeders = audited(target)
         model: Any = counter.model
         self.counter, self.model, self.attribute = counter, model, str(counter.name)
-        self.loaded = frozenset(loaded_feeders(counter))
+        self.loaded = loaded_feeders(counter)
         self.entry = f"{counter.attr_name}{FEEDER_SEPARATOR}"
         # a rollup's bucket past its TTL is no longer counted into (DynamoDB deletes it within days): not drift;
         # any other parent past its TTL still takes counted writes until it is deleted, and is audited as usual
@@ -141,8 +148,8 @@ class Auditor:
         feeders = frozenset(entry[len(self.entry):] for item in items
                            for entry in ((item or {}).get(FEEDERS.attr_name) or {}).get("SS", ())
                            if entry.startswith(self.entry))
-        marks = {(table, index): str(((item or {}).get(name) or {}).get("S", ""))
-                 for table, name in self.proof.marks.items() for index, item in counter_shards(self.counter, items)}
+        marks = {(name, index): str(((item or {}).get(name) or {}).get("S", ""))
+                 for name in self.proof.mark_names for index, item in counter_shards(self.counter, items)}
         return Observation(key, True, sum_stored(counts), None if sequence is None else int(sequence), feeders,
                            marks=marks)
 
@@ -152,7 +159,14 @@ class Auditor:
         if self.proof and self.proof.cause:
             return Unverifiable(self.model, observation.key, self.attribute, observation.stored,
                                 cause=self.proof.cause)
-        unloaded = observation.feeders - self.loaded
+        outside = sorted(feeder[len(OUTSIDE):] for feeder in observation.feeders if feeder.startswith(OUTSIDE))
+        counted_here = [self.loaded[feeder] for feeder in outside if feeder in self.loaded
+                        and self.loaded[feeder].prefix is not None]
+        if counted_here:
+            return Unverifiable(self.model, observation.key, self.attribute, observation.stored,
+                                cause=OUTSIDE_PARTITION.format(relation=counted_here[0]))
+        unloaded = observation.feeders - self.loaded.keys() - {OUTSIDE + feeder for feeder in outside
+                                                               if feeder in self.loaded}
         if not unloaded:
             return None
         return Unverifiable(self.model, observation.key, self.attribute, observation.stored, tuple(sorted(unloaded)))

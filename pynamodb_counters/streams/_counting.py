@@ -105,6 +105,10 @@ class _Record:
     outside: Optional[Marked] = None
 
 
+Entry = Tuple[_Record, RelationSpec, CounterChange, str]
+"""One change a record makes in a parent item: the record, the relation, the change and its kind."""
+
+
 @dataclass
 class _Target:
     """Every change the records of a batch make in one parent item, in stream order."""
@@ -113,8 +117,7 @@ class _Target:
     key: Tuple[Any, ...]
     shard: int
     where: ItemId
-    mark_name: str
-    counted: List[Tuple[_Record, RelationSpec, CounterChange, str]] = field(default_factory=list)
+    counted: List[Entry] = field(default_factory=list)
 
 
 def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], models: Iterable[Type[Model]], *,
@@ -329,17 +332,19 @@ def _compared(record: Mapping[str, Any], models: Tuple[Type[Model], ...], named:
 
 
 def record_changes(record: Mapping[str, Any], models: Tuple[Type[Model], ...], table: Optional[str]
-                   ) -> Tuple[CounterChange, ...]:
+                   ) -> Tuple[Tuple[RelationSpec, CounterChange], ...]:
     """The counter changes :func:`count_stream` counts for ``record`` (a stream record of ``table``) into parents
-    in the child's partition, by their marks: every relation of ``models`` declared ``counting="stream"``,
-    compared from its images; none for a record it skips. An audit reads them to tell what the records still
-    waiting for the handler will change (it makes no marked write for the changes outside the partition).
+    in the child's partition, by their marks, each with its relation: every relation of ``models`` declared
+    ``counting="stream"``, compared from its images; none for a record it skips. An audit reads them to tell what
+    the records still waiting for the handler will change (it makes no marked write for the changes outside the
+    partition).
 
     :raises ParentKeyError: a key function gave an unusable parent key.
     :raises ChildValueError: a ``when=`` or ``amount=`` function failed or gave an unusable value.
+    :raises AmbiguousItemError: an image fits two of ``models``.
     """
     compared = _compared(record, models, table)
-    return () if isinstance(compared, Skipped) else compared.inside.changes
+    return () if isinstance(compared, Skipped) else compared.inside.counted
 
 
 def _targets(found: Sequence[_Record]) -> List[_Target]:
@@ -352,8 +357,7 @@ def _targets(found: Sequence[_Record]) -> List[_Target]:
                 where = item_of(model, relation.parent_spec, shard_key(change.key, change.shard))
                 target = targets.get(where)
                 if target is None:
-                    table = type(record.child).Meta.table_name
-                    target = targets[where] = _Target(model, change.key, change.shard, where, stream_mark_name(table))
+                    target = targets[where] = _Target(model, change.key, change.shard, where)
                 target.counted.append((record, relation, change, kind))
     return list(targets.values())
 
@@ -373,21 +377,23 @@ class _Outcome:
 
 
 def _count_into(target: _Target, policy: Optional[RetryPolicy], outcome: _Outcome) -> None:
-    """Send the update of one parent item: the changes of the records its mark does not hold yet, each counter's
-    added up. A failed condition is read from the item it returns: records counted already are left out and the
-    rest sent again; a parent that does not exist leaves its changes out; a decrement below zero takes off what
+    """Send the update of one parent item: the changes of the records its marks do not hold yet, each counter's
+    added up. A failed condition is read from the item it returns: records a relation's mark holds already are left
+    out and the rest sent again; a parent that does not exist leaves its changes out, but a rollup's first counts,
+    which create it again (what came before them in the batch went with it); a decrement below zero takes off what
     the counter holds.
 
     :raises CounterError: an update DynamoDB refused otherwise, or whose retries ran out.
     """
     pending = list(target.counted)
-    stored: Optional[str] = None
+    stored: Dict[str, str] = {}  # a relation's mark found stored, where the update counts the records after it
     floors: Dict[str, int] = {}
+    gone = False  # a rollup found gone: created again by its first counts, and still absent
     spec = pending[0][1].parent_spec
-    for _ in range(len(pending) + len(spec.counters) + 2):  # each round leaves out a record or floors a counter
+    for _ in range(len(pending) + len(spec.counters) + 4):  # each round leaves out a record or floors a counter
         if not pending:
             return
-        update = _update(target, pending, stored, floors)
+        update = _update(target, pending, stored, floors, gone)
         sent = send_update(target.model, update.request(""), policy=policy)
         outcome.updates += 1
         if sent.response is not None:
@@ -395,50 +401,86 @@ def _count_into(target: _Target, policy: Optional[RetryPolicy], outcome: _Outcom
             return
         item = sent.refused or {}
         outcome.write_units += write_units(item_bytes(item))  # a failed condition consumes its write units too
-        found = (item.get(target.mark_name) or {}).get("S")
-        if found is not None and found >= pending[0][0].mark:
-            outcome.seen.update(record.event for record, _, _, _ in pending if record.mark <= found)
-            pending = [entry for entry in pending if entry[0].mark > found]
-            stored = found
+        found = _marks_found(item, pending)
+        ahead = {name: mark for name, mark in found.items() if mark >= _first(pending, name)}
+        if ahead:
+            kept = [entry for entry in pending if entry[0].mark > ahead.get(_mark_of(entry), "")]
+            held = {entry[0].event for entry in kept}
+            outcome.seen.update(entry[0].event for entry in pending if entry[0].event not in held)
+            pending = kept
+            stored.update(ahead)
+            continue
+        if gone and item:  # created again meanwhile, by another batch's first count: counted into as it is
+            gone, floors = False, {}
             continue
         error = update.condition_error(Cancellation(CHECK_FAILED, item or None, (), None))
         if isinstance(error, ParentNotFoundError):
-            outcome.missing.extend(_summed(entry[2] for entry in pending))
-            return
+            first = next((n for n, entry in enumerate(pending) if entry[3] == "added"), None) \
+                if update.rollup and not gone else None
+            outcome.missing.extend(_summed(entry[2] for entry in pending[:first]))
+            if first is None:
+                return
+            pending, gone = pending[first:], True
+            floors = {entry[2].attribute: 0 for entry in pending}  # a rollup created again holds nothing before
+            continue
         if isinstance(error, CounterUnderflowError) and error.attribute is not None:
-            held = error.stored if isinstance(error.stored, int) and error.stored > 0 else 0
-            floors[error.attribute] = -held
-            stored = found
+            held_count = error.stored if isinstance(error.stored, int) and error.stored > 0 else 0
+            floors[error.attribute] = -held_count
+            stored.update(found)
             continue
         raise error
     raise CounterError(f"count_stream: the update of {target.model.__name__} {target.key!r} kept being refused; "
                        f"nothing was counted into it")
 
 
-def _update(target: _Target, pending: Sequence[Tuple[_Record, RelationSpec, CounterChange, str]],
-            stored: Optional[str], floors: Mapping[str, int]) -> ParentUpdate:
-    """The update of ``target`` counting ``pending``, its counters floored as ``floors`` says."""
+def _mark_of(entry: Entry) -> str:
+    """The name of the mark of the relation an entry counts through."""
+    return stream_mark_name(feeder_entry_of(entry[1]))
+
+
+def _first(pending: Sequence[Entry], name: str) -> str:
+    """The first record ``pending`` counts through the relation of the mark ``name``."""
+    return next(entry[0].mark for entry in pending if _mark_of(entry) == name)
+
+
+def _marks_found(item: Mapping[str, Any], pending: Sequence[Entry]) -> Dict[str, str]:
+    """The marks stored on ``item`` (a refused update's) of the relations ``pending`` counts through."""
+    found: Dict[str, str] = {}
+    for name in dict.fromkeys(_mark_of(entry) for entry in pending):
+        value = (item.get(name) or {}).get("S")
+        if value is not None:
+            found[name] = str(value)
+    return found
+
+
+def _update(target: _Target, pending: Sequence[Entry], stored: Mapping[str, str], floors: Mapping[str, int],
+            gone: bool) -> ParentUpdate:
+    """The update of ``target`` counting ``pending``, its counters floored as ``floors`` says, each relation's mark
+    set to its last record, on the condition that it holds ``stored`` (or no record of the update yet). A rollup
+    is created by the update whose first change is a first count (none before it is taken off a rollup that may
+    be gone), and, ``gone``, only while it is still absent."""
     relation = pending[0][1]
     totals: Dict[str, int] = {}
     feeders: Set[str] = set()
-    creates = False
     rollup = all(entry[1].create_parent for entry in pending)
-    defaults: Optional[Dict[str, Any]] = None
-    for record, counting, change, kind in pending:
+    creates = rollup and pending[0][3] == "added"
+    defaults = parent_defaults(relation, pending[0][0].child) if creates else None
+    marks: Dict[str, List[str]] = {}
+    for record, counting, change, _ in pending:
         totals[change.attribute] = totals.get(change.attribute, 0) + change.delta
-        feeders.add(feeder_entry_of(counting))
-        if kind == "added" and counting.create_parent and not creates:
-            creates = True
-            defaults = parent_defaults(counting, record.child)
+        entry = feeder_entry_of(counting)
+        feeders.add(entry)
+        marks.setdefault(stream_mark_name(entry), []).append(record.mark)
     for name, floor in floors.items():
         if totals.get(name, 0) < floor:
             totals[name] = floor
-    mark = StreamMark(target.mark_name, pending[0][0].mark, pending[-1][0].mark, stored)
     return ParentUpdate(target.model, target.key, target.shard, target.where, relation, relation.parent_spec, totals,
-                        feeders, rollup=rollup, creates=creates and rollup, defaults=defaults, mark=mark)
+                        feeders, rollup=rollup, creates=creates, defaults=defaults, absent=gone and creates,
+                        marks=tuple(StreamMark(name, held[0], held[-1], stored.get(name))
+                                    for name, held in marks.items()))
 
 
-def _applied(target: _Target, pending: Sequence[Tuple[_Record, RelationSpec, CounterChange, str]],
+def _applied(target: _Target, pending: Sequence[Entry],
              update: ParentUpdate, floors: Mapping[str, int], response: Mapping[str, Any], outcome: _Outcome) -> None:
     """Record what an update applied: its records' changes, what floors left out, and its cost."""
     _merged((entry[2] for entry in pending), update, outcome)

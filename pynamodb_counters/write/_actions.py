@@ -33,7 +33,20 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import (
+    TYPE_CHECKING,
+    AbstractSet,
+    Any,
+    ClassVar,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+)
 
 from pynamodb.constants import ALL_OLD, KEY
 from pynamodb.expressions.condition import Condition
@@ -473,9 +486,9 @@ SHAPES_HELD = 256
 
 @dataclass(frozen=True)
 class StreamMark:
-    """The mark on a parent item (or shard item) of the stream records counted into it, from one partition of a
-    child table (``_cstream:<table>``): the sequence number of the last one, zero-padded to 40 digits. Records
-    of one partition key reach the stream in order, so the mark says which of them were counted.
+    """The mark on a parent item (or shard item) of the stream records one relation counted into it, from one
+    partition of its child table (``_cstream:<feeder entry>``): the sequence number of the last one, zero-padded to
+    40 digits. Records of one partition key reach the stream in order, so the mark says which of them were counted.
 
     :ivar name: the attribute's name.
     :ivar first: the first record this update counts.
@@ -515,8 +528,8 @@ class ParentUpdate(Action):
     :ivar merged: a caller's ``update()`` or ``condition_check()`` of the same item, merged into it.
     :ivar relation: the first relation counted into it (named when another model's relation names its item).
     :ivar spec: its model's spec, looked up once for the action (its request and its refusals read it).
-    :ivar mark: from the stream (``streams``), the mark of the stream records it counts: set to the last one's
-      sequence, on the condition that none of them was counted before.
+    :ivar marks: from the stream (``streams``), the mark of the stream records each relation counts into it: set
+      to the last one's sequence, on the condition that none of them was counted before.
     :raises ParentKeyError: the key is too long for DynamoDB.
     """
 
@@ -525,7 +538,7 @@ class ParentUpdate(Action):
     def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, where: ItemId,
                  relation: RelationSpec, spec: ModelSpec, deltas: Dict[str, int], feeders: AbstractSet[str], *,
                  rollup: bool, creates: bool, defaults: Optional[Dict[str, Any]] = None, absent: bool = False,
-                 merged: Optional[Write] = None, mark: Optional[StreamMark] = None) -> None:
+                 merged: Optional[Write] = None, marks: Tuple[StreamMark, ...] = ()) -> None:
         super().__init__(model, key, where)
         wrong = oversized_key(where[1:])
         if wrong is not None:
@@ -541,7 +554,7 @@ class ParentUpdate(Action):
         self.absent = absent
         self.merged = merged
         self.relation = relation
-        self.mark = mark
+        self.marks = marks
 
     def request(self, token: str) -> Dict[str, Any]:
         return parent_request(self)
@@ -616,7 +629,7 @@ def parent_request(update: ParentUpdate) -> Dict[str, Any]:
     (another model's feeds in the table may change) or one of its counters is redeclared (its shards or its
     limit changed)."""
     spec = update.spec
-    if update.merged is not None or (update.creates and update.defaults) or update.absent or update.mark:
+    if update.merged is not None or (update.creates and update.defaults) or update.absent or update.marks:
         return _built(update, spec)
     shape = _shape(update, spec)
     held = spec.requests
@@ -697,8 +710,7 @@ def _built(update: ParentUpdate, spec: ModelSpec) -> Dict[str, Any]:
         if delta > 0 and counters[name].limited:
             limit = within_limit(counters[name], delta)
             condition = limit if condition is None else condition & limit
-    mark = update.mark
-    if mark is not None:
+    for mark in update.marks:
         actions.append(mark.path.set(mark.last))
         condition = condition & mark.unseen() if condition is not None else mark.unseen()
     merged = update.merged
@@ -730,16 +742,20 @@ def _created_with(model: Type[Model], spec: ModelSpec, defaults: Dict[str, Any])
 
 class ShardItem(Action):
     """The creation (an Update setting ``_cshard``) or the deletion of one of a parent's shard items ``1`` and
-    up, with the parent, guarded by its key holding nothing or a shard item: never another item."""
+    up, with the parent, guarded by its key holding nothing or a shard item: never another item. A shard item
+    created for a counter fed from the stream starts with the ``marks`` its counter had (``_shard_items``)."""
 
-    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, create: bool) -> None:
+    def __init__(self, model: Type[Model], key: Tuple[Any, ...], shard: int, create: bool,
+                 marks: Optional[Mapping[str, str]] = None) -> None:
         super().__init__(model, key, item_id(model, shard_key(key, shard)))
         self.shard = shard
         self.create = create
+        self.marks = dict(marks or {})
         self.verb = "Update" if create else "Delete"  # type: ignore[misc]
 
     def request(self, token: str) -> Dict[str, Any]:
-        kwargs: Dict[str, Any] = {"actions": [SHARD.set(self.shard)]} if self.create else {}
+        kwargs: Dict[str, Any] = {"actions": [SHARD.set(self.shard)] + [
+            Path([name]).set(mark) for name, mark in sorted(self.marks.items())]} if self.create else {}
         return keyed_request(self.model, self.where, condition=shard_or_absent(self.model), **kwargs)
 
     def condition_error(self, said: Cancellation) -> CounterError:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Dict, List, Optional, Sequen
 
 from .._keys import ItemId, item_id
 from ..declare._shards import shard_key
+from ..declare._stored_names import outside_entry
 from ..exceptions import InvalidTransactionError, ParentKeyError, TransactionTooLargeError
 from ._actions import (
     Action,
@@ -185,6 +186,7 @@ def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[Ite
                 where = item_of(change.parent, relation.parent_spec,
                                 shard_key(change.key, change.shard) if change.shard else change.key)
                 parent = parents.get(where)
+                opens = parent is None  # the first change into the item, in stream order for stream records
                 if parent is None:
                     parent = parents[where] = _Gathered(change.parent, change.key, change.shard, where, relation,
                                                         relation.parent_spec)
@@ -193,12 +195,15 @@ def _gathered(sent: Sequence[Tuple[int, Write, Optional[Decision]]]) -> Dict[Ite
                     if parent.model is change.parent:
                         parent.spec = relation.parent_spec
                 parent.deltas[change.attribute] = parent.deltas.get(change.attribute, 0) + change.delta
-                parent.feeders.add(feeder_entry_of(relation))
+                entry = feeder_entry_of(relation)
+                # a child counted from the stream outside its parent's partition: an audit cannot count it there
+                parent.feeders.add(outside_entry(entry) if streamed else entry)
                 parent.rollup = parent.rollup and relation.create_parent
-                # a rollup's first counts create it; stream records merged in one Update create it where one of them
-                # is a first count (as count_stream's own Update of a parent in the child's partition does): a
-                # child added and removed in one batch leaves it at 0, not gone
-                parent.creates = parent.creates and relation.create_parent and (first or streamed)
+                # a rollup's first counts create it; stream records merged in one Update create it where the first
+                # of them is a first count (as count_stream's own Update of a parent in the child's partition does):
+                # a child added and removed in one batch leaves it at 0, not gone, and a decrement before the first
+                # count finds a gone rollup gone (what it counted went with it), whatever the batching
+                parent.creates = parent.creates and relation.create_parent and (first or (streamed and not opens))
                 parent.first = parent.first or first
                 if relation.create_parent and first and change.delta >= 0 and parent.defaults is None:
                     assert decision.loaded is not None  # a first count is a save's or an update's

@@ -8,12 +8,14 @@ a parent stored before its counter was sharded.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type
+
+from pynamodb.expressions.operand import Path
 
 from .._keys import ParentKey
 from ..declare._shards import foreign_shard, foreign_shard_message
 from ..declare._spec import counters_of
-from ..declare._stored_names import SEQUENCE, SHARD_COUNT
+from ..declare._stored_names import SEQUENCE, SHARD_COUNT, STREAM_MARK
 from ..exceptions import ConditionFailedError, TransactionError
 from ._actions import ShardItem
 from ._conditions import parent_condition, shard_request, shard_unchanged
@@ -93,6 +95,7 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
     one it empties on being the shard item read in ``items``, with the same counted-write sequence."""
     requests: List[Dict[str, Any]] = []
     moved = {name: 0 for name in counters}
+    latest = _latest_marks(items)
     for shard, item in enumerate(items[1:], start=1):
         if shard >= layout:  # no counter uses it any more: fold all of it into the parent, delete it
             if item is not None:
@@ -101,7 +104,7 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
                 requests.append({"Delete": shard_request(model, key, shard, condition=shard_unchanged(item))})
             continue
         if item is None:  # created as a parent's save creates it in a transaction: never over another item
-            created = ShardItem(model, key, shard, create=True)
+            created = ShardItem(model, key, shard, create=True, marks=latest)
             requests.append({created.verb: created.request("")})
             continue
         actions: List[Action] = []
@@ -110,19 +113,51 @@ def reshape_requests(model: Type[Model], key: ParentKey, items: ShardItems, coun
             if shard >= wanted[name] and value:
                 moved[name] += value
                 actions.append(counter.add(-value))
+        actions.extend(Path([name]).set(mark) for name, mark in _behind(item, latest))
         if actions:
             requests.append({"Update": shard_request(model, key, shard, condition=shard_unchanged(item),
                                                      actions=actions + [SEQUENCE.add(1)])})
     parent_actions: List[Action] = [counters[name].add(value) for name, value in moved.items() if value]
+    condition = parent_condition(model)  # adding moved counts commutes with live writes: no sequence needed
+    for name, mark in _behind(items[0], latest):  # a mark is set only where it is still the one read
+        parent_actions.append(Path([name]).set(mark))
+        stored = _mark(items[0], name)
+        condition &= Path([name]).does_not_exist() if stored is None else Path([name]) == stored
     if parent_actions:
         parent_actions.append(SEQUENCE.add(1))
     if (count_of(items[0], SHARD_COUNT.attr_name) or 1) != layout:
         parent_actions.append(SHARD_COUNT.set(layout))
     if not requests and not parent_actions:
         return []
-    condition = parent_condition(model)  # adding moved counts commutes with live writes: no sequence needed
     if parent_actions:
         requests.append({"Update": shard_request(model, key, 0, condition=condition, actions=parent_actions)})
     else:
         requests.append({"ConditionCheck": shard_request(model, key, 0, condition=condition)})
     return requests
+
+
+def _latest_marks(items: ShardItems) -> Dict[str, str]:
+    """The latest stream mark of each relation on any of a parent's items (``_cstream:<feeder entry>``). The
+    handler counts a partition's records in order, and is caught up while a counter is resharded: every record up
+    to it was counted, whichever item it went to. So every item of the new layout starts from it."""
+    latest: Dict[str, str] = {}
+    for item in items:
+        for name, value in (item or {}).items():
+            mark = value.get("S") if name.startswith(MARKS) and isinstance(value, dict) else None
+            if isinstance(mark, str) and mark > latest.get(name, ""):
+                latest[name] = mark
+    return latest
+
+
+def _behind(item: Optional[Dict[str, Any]], latest: Mapping[str, str]) -> List[Tuple[str, str]]:
+    """The marks in ``latest`` that ``item`` does not hold, by name, with the latest."""
+    return [(name, mark) for name, mark in sorted(latest.items()) if _mark(item, name) != mark]
+
+
+def _mark(item: Optional[Dict[str, Any]], name: str) -> Optional[str]:
+    value = ((item or {}).get(name) or {}).get("S")
+    return value if isinstance(value, str) else None
+
+
+MARKS = f"{STREAM_MARK}:"
+"""What starts the name of every stream mark (``declare._stored_names.stream_mark_name``)."""

@@ -21,6 +21,7 @@ caller says it audits a copy on purpose (``export_of_copy``).
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -28,9 +29,11 @@ from pynamodb.exceptions import TableDoesNotExist, TableError
 
 from ..._keys import ParentKey
 from ...declare._attributes import CounterField
+from ...declare._expiry_rules import STREAM
 from ...exceptions import ExportError, InvalidArgumentError
 from .._audit_rules import audited
 from .._reports import AuditReport, Drift
+from .._stream_proof import latest_records
 from ._counts import ExportCounting, Findings, Partition, Tally, merge_partitions
 from ._engines import ENGINES, Task, run_by_key
 from ._files import Export, open_export, table_place
@@ -97,6 +100,8 @@ def audit_export(counter: CounterField, locations: Sequence[str], verify: Verify
     if not export_of_copy:
         for export in exports:
             _check_live(export, _described(_model_of(counting, export.table), export))
+    if counting.marks:
+        counting.latest = _latest_records(counting, exports)
     tasks: List[Task] = [(export, file) for export in exports for file in export.files]
     files, items = len(tasks), [0, 0]
 
@@ -191,6 +196,38 @@ def _tables(counting: ExportCounting) -> str:
     return ", ".join(repr(table) for table in sorted(counting.tables))
 
 
+STREAM_RETENTION = 24 * 3600.0
+"""How long, in seconds, DynamoDB Streams keeps a record."""
+
+
+def _latest_records(counting: ExportCounting, exports: Sequence[Export]) -> Dict[str, str]:
+    """For a counter fed from the stream: the last record of each partition in the streams of the tables its
+    relations counted from the stream read (``_stream_proof.latest_records``), once. A parent whose partition has
+    one after its marks as exported may have had records waiting for the handler then: the export cannot say what
+    its children were at its marks, and the live table decides.
+
+    :raises ExportError: an export taken so long ago (or whose time its summary does not give) that records
+      waiting then may have left the stream since.
+    """
+    now = time.time()
+    for export in exports:
+        if export.exported_at is None or now - export.exported_at >= STREAM_RETENTION:
+            taken = "at an unknown time (its manifest-summary.json gives no exportTime)" if export.exported_at is None \
+                else f"{(now - export.exported_at) / 3600:.0f} hours ago"
+            raise ExportError(f"{export.location} was taken {taken}: {counting.model.__name__}."
+                              f"{counting.counter.name} is fed from the stream, and the records that waited for the "
+                              f"handler when an export was taken are read from the stream, which keeps them 24 "
+                              f"hours. Audit it from an export less than a day old (or on the live table)")
+    latest: Dict[str, str] = {}
+    tables = {found.table: found.relation.child_model for found in counting.children
+              if found.relation.counting == STREAM}
+    for model in tables.values():
+        for partition, sequence in latest_records(model).items():
+            if sequence > latest.get(partition, ""):
+                latest[partition] = sequence
+    return latest
+
+
 class _ReadFile:
     """One task's work: a data file's items, read and tallied by partition. It pickles as the names of what it
     counts (the counter's model and attribute, the child models feeding it), so that a worker process or a Spark
@@ -211,7 +248,7 @@ class _ReadFile:
 
 
 class _Judge:
-    """A whole partition's findings; pickles as :class:`_ReadFile` does."""
+    """A whole partition's findings; pickles as :class:`_ReadFile` does, with the streams' last records."""
 
     def __init__(self, counting: ExportCounting) -> None:
         self.counting = counting
@@ -220,10 +257,11 @@ class _Judge:
         return self.counting.findings(partition)
 
     def __getstate__(self) -> Tuple[Any, ...]:
-        return _state(self.counting)
+        return _state(self.counting), self.counting.latest
 
     def __setstate__(self, state: Tuple[Any, ...]) -> None:
-        self.counting = _rebuilt(state)
+        self.counting = _rebuilt(state[0])
+        self.counting.latest = state[1]
 
 
 def _state(counting: ExportCounting) -> Tuple[Any, ...]:

@@ -11,14 +11,16 @@ conditions are evaluated on each raw item (``_conditions``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 from ..._keys import ParentKey, as_returned, key_attributes
 from ...declare._attributes import CounterField
+from ...declare._expiry_rules import STREAM
 from ...declare._item_conditions import Item, matcher
 from ...declare._relations import Relation
 from ...declare._spec import identity_of
-from ...declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD
+from ...declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD, stream_mark_name
 from ...exceptions import ExportError
 from ...write._items import StoredNumber, stored_number
 from .._audit_rules import (
@@ -42,10 +44,12 @@ _SHARD_SUFFIX = "#SHARD"
 _NO_FEEDS: FrozenSet[str] = frozenset()
 
 
-Share = Tuple[Optional[str], FrozenSet[str], bool]
+Share = Tuple[Optional[str], FrozenSet[str], bool, Optional[str]]
 """What one parent item (or one of its shard items) holds of the counter: its raw number as stored (``None`` when
-absent), the feeder ids it records for the counter, and whether it is a rollup past its TTL. A plain tuple, as
-everything a tally holds: tallies cross processes (pickled) by the million."""
+absent), the feeder ids it records for the counter, whether it is a rollup past its TTL, and, for a counter fed
+from the stream, the oldest of its relations' marks there (``""`` where one is missing; ``None`` for a counter not
+fed from the stream). A plain tuple, as everything a tally holds: tallies cross processes (pickled) by the
+million."""
 
 Partition = List[Any]
 """What some of an export's data files hold under one parent hash key: ``[children, parents, shards, uncountable]``,
@@ -162,6 +166,13 @@ class ExportCounting:
         self.rollup = any(relation.create_parent for relation in feeders)
         self.loaded = frozenset(loaded_feeders(counter))
         self.shared_partitions = any(shares_partitions(found.relation) for found in self.children)
+        # fed from the stream: a parent is compared at its marks, and records after them may have waited when the
+        # export was taken: where its partition has one in the stream (``latest``), the live table decides
+        self.marks = tuple(stream_mark_name(relation.feeder_entry) for relation in feeders
+                           if relation.counting == STREAM)
+        self.latest: Optional[Dict[str, str]] = None
+        """The last record of each partition in the streams of the tables of the relations fed from the stream
+        (``_stream_proof.latest_records``), read before the export's partitions are judged."""
 
     # -- one data file -------------------------------------------------------------------------------------------
     def tally(self, table: str, items: Iterable[Item]) -> Tally:
@@ -219,7 +230,8 @@ class ExportCounting:
         recorded = (item.get(self.feeds_name) or {}).get("SS")
         feeds = frozenset(entry[len(self.entry):] for entry in recorded
                           if entry.startswith(self.entry)) if recorded else _NO_FEEDS
-        return (None if value is None else value.get("N"), feeds, self.rollup and expired(self.model, item))
+        mark = min(str((item.get(name) or {}).get("S", "")) for name in self.marks) if self.marks else None
+        return (None if value is None else value.get("N"), feeds, self.rollup and expired(self.model, item), mark)
 
     def _child(self, found: _Children, item: Item, result: Tally) -> None:
         sort = item.get(found.range_name)
@@ -256,7 +268,7 @@ class ExportCounting:
         # the prefix: nominated, and the live audit (which reads each child) decides
         undecided = uncountable is not None or (len(parents) > 1 and self.shared_partitions)
         found: List[Finding] = []
-        for raw, (stored_raw, feeds, gone) in parents.items():
+        for raw, (stored_raw, feeds, gone, mark) in parents.items():
             if gone:  # a rollup past its TTL: no write counts into it any more
                 continue
             own = sorted((index, each) for (parent, index), each in (shards or {}).items() if parent == raw)
@@ -264,13 +276,24 @@ class ExportCounting:
             values.extend(_stored(each[0]) for _, each in own)
             stored = sum_stored(values)
             unloaded = feeds.union(*(each[1] for _, each in own)) - self.loaded
+            waited = mark is not None and self._waited(raw, min([mark] + [each[3] or "" for _, each in own]))
             if unloaded:
                 found.append(Finding(self._key(raw), stored, None, tuple(sorted(unloaded))))
-            elif undecided:
+            elif undecided or waited:
                 found.append(Finding(self._key(raw), stored, None))
             elif stored != children:
                 found.append(Finding(self._key(raw), stored, children))
         return Findings(len(parents), tuple(found))
+
+    def _waited(self, raw: RawKey, mark: str) -> bool:
+        """Whether records after ``mark`` (a parent's oldest, ``""`` for none) are in its partition's stream: they
+        may have waited for the handler when the export was taken, so the export does not show the children at
+        the marks."""
+        if self.latest is None:
+            raise ExportError("the streams of a counter fed from the stream are read before its export is judged")
+        kind, value = raw[0]
+        latest = self.latest.get(value if kind == "S" else str(Decimal(value).normalize()) if kind == "N" else "")
+        return latest is not None and latest > mark
 
     def _key(self, raw: RawKey) -> ParentKey:
         return tuple(attribute.deserialize(attribute.get_value(as_returned({"v": {kind: value}})["v"]))

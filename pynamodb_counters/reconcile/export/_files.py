@@ -31,6 +31,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, cast
 
 from botocore.exceptions import BotoCoreError
@@ -90,6 +91,9 @@ class Export:
     item_count: int
     """``manifest-summary.json``'s ``itemCount``: the sum of the files' counts."""
     files: Tuple[DataFile, ...]
+    exported_at: Optional[float] = None
+    """``manifest-summary.json``'s ``exportTime`` (the point in time exported), in seconds since the epoch;
+    ``None`` where the summary gives none that can be read."""
 
     def read(self, file: DataFile) -> Iterator[Dict[str, Any]]:
         """The file's items, raw (DynamoDB typed JSON: ``{"pk": {"S": ...}, ...}``), streamed: decompressed and
@@ -153,7 +157,18 @@ def open_export(location: str) -> Export:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ExportError(f"{source.name(missing[0])}{more} is listed in {files_name} but missing: the export is "
                           f"incomplete (copied in part?); copy it whole, or take a new export")
-    return Export(location, table, cast(str, arn), table_id, cast(int, item_count), files)
+    return Export(location, table, cast(str, arn), table_id, cast(int, item_count), files,
+                  _seconds(summary.get("exportTime")))
+
+
+def _seconds(stamp: Any) -> Optional[float]:
+    """A manifest's time (``2020-11-04T07:28:34.028Z``) in seconds since the epoch, else ``None``."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def table_of(arn: Any) -> Optional[str]:
