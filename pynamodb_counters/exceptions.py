@@ -399,7 +399,8 @@ class ExportError(CounterError):
     reads full exports in DynamoDB JSON), a data file listed in ``manifest-files.json`` but missing, a truncated or
     corrupt gzip, an MD5 or an item count that differs from the manifests, a data file listed twice, a line that is
     not ``{"Item": {...}}``; or it is the export of another table of the live table's name (another account, region
-    or ``TableId``: ``export_of_copy=True`` audits a copy on purpose).
+    or ``TableId``: ``export_of_copy=True`` audits a copy on purpose); or, for a counter fed from the stream, it was
+    taken 24 hours ago or more (the records waiting then have left the stream).
     The message names the file (or the table) and says what to do; nothing was reported.
     """
 

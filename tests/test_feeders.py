@@ -318,7 +318,7 @@ def test_two_feeders_that_come_to_share_an_identity_are_refused_at_the_first_cou
     assert snapshot() == before
 
 
-@pytest.mark.parametrize("feeder", ["", " padded", "x" * 101, 7])
+@pytest.mark.parametrize("feeder", ["", " padded", "x" * 101, 7, "outside;likes"])
 def test_a_feeder_name_that_is_not_a_short_stable_string_is_refused_at_declaration(feeder: Any) -> None:
     from pynamodb_counters import counted_by
 

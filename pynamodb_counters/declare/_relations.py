@@ -62,7 +62,7 @@ from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries
 from ._feeder_ids import check_feeder_id, feeder_entry
 from ._identity import compile_identity, related, told_apart_when_declared
 from ._shards import check_shardable, choose_shard
-from ._stored_names import STORED_NAMES
+from ._stored_names import OUTSIDE, STORED_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -521,10 +521,11 @@ def check_options(counter: Any, key: Any, reads: Iterable[str], prefix: Optional
     if counter.shards > 1 and counter.model is not None:  # else a counter of the body being run: at __set_name__
         check_shardable(counter.model, counter)
     if feeder is not None and not (isinstance(feeder, str) and feeder.strip() == feeder
-                                   and 0 < len(feeder) <= MAX_FEEDER):
+                                   and 0 < len(feeder) <= MAX_FEEDER and not feeder.startswith(OUTSIDE)):
         raise ConfigurationError(f"counted_by(feeder=...) is a short stable name, not {feeder!r}\n"
                                  f"It names the relation in its parents' feeder records, such as 'reactions': 1 to "
-                                 f"{MAX_FEEDER} characters, no surrounding spaces.")
+                                 f"{MAX_FEEDER} characters, no surrounding spaces, not starting with {OUTSIDE!r} "
+                                 f"(the library's own mark of children counted from outside a parent's partition).")
     if not isinstance(create_parent, bool):
         raise ConfigurationError(f"counted_by(create_parent=...) is True or False, not {create_parent!r}")
     if parent_defaults is not None and not (create_parent and callable(parent_defaults)):
