@@ -202,3 +202,55 @@ def test_a_gone_rollup_counted_from_one_batch_holds_its_first_counts_whatever_ca
     for change in result.missing:  # what the deletes took off the gone rollups: left out
         left_out[change.parent.__name__] = left_out.get(change.parent.__name__, 0) + change.delta
     assert left_out == {"PostDay": -deleted, "Day": -deleted}
+
+
+def test_count_expiries_tells_its_children_from_other_children_of_the_table_not_from_parents() -> None:
+    """``count_expiries`` takes off only items a counted write stored (they hold its write id, a parent never does):
+    a child with no prefix beside its parent is accepted, and refused beside another expiring child nothing tells
+    it from."""
+    from datetime import datetime, timezone
+
+    from pynamodb_counters.streams import count_expiries
+    from tests.support.stream_records import expire, ttl_marked
+
+    meta = type("Meta", (), {"table_name": "Passes", "region": REGION, "stream_view_type": "NEW_AND_OLD_IMAGES"})
+
+    class Event(CounterMixin, Model):
+        Meta = meta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        passes = CounterField()
+
+    class Pass(CounterMixin, Model):
+        Meta = meta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        expires_at = TTLAttribute(null=True)
+        event = counted_by(Event.passes, key=lambda p: (p.pk, "META"), expiries="stream")
+
+    Event.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    try:
+        Event(pk="EVENT#e0", sk="META").save()  # a parent: its deletion by TTL is no child's expiry
+        Event(pk="EVENT#e1", sk="META").save()
+        Pass(pk="EVENT#e1", sk="PASS#ann", expires_at=datetime(2026, 1, 1, tzinfo=timezone.utc)).save()
+        assert Event.get("EVENT#e1", "META", consistent_read=True).passes == 1
+        gone = expire("Passes", [{"pk": {"S": "EVENT#e1"}, "sk": {"S": "PASS#ann"}},
+                                 {"pk": {"S": "EVENT#e0"}, "sk": {"S": "META"}}])
+        records = ttl_marked(read_stream("Passes"), gone)
+        result = count_expiries(lambda_event(records, "Passes"), models=[Pass])
+        assert result.error is None and len(result.counted) == 1
+        removed = [record["eventID"] for record in records if record["eventName"] == "REMOVE"]
+        assert {skip.event for skip in result.skipped} >= set(removed) - set(result.counted)  # the event's
+        assert Event.get("EVENT#e1", "META", consistent_read=True).passes == 0
+
+        class Ticket(CounterMixin, Model):
+            Meta = meta
+            pk = UnicodeAttribute(hash_key=True)
+            sk = UnicodeAttribute(range_key=True)
+            expires_at = TTLAttribute(null=True)
+            event = counted_by(Event.passes, key=lambda t: (t.pk, "META"), expiries="stream")
+
+        with pytest.raises(ConfigurationError, match=r"Pass and Ticket share table Passes"):
+            count_expiries(lambda_event(records, "Passes"), models=[Pass])
+    finally:
+        Event.delete_table()

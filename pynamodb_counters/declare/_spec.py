@@ -358,25 +358,28 @@ def identity_of(model: type) -> Identity:
     return identity
 
 
-_TOLD_APART: Dict[Tuple[int, ...], int] = {}
+_TOLD_APART: Dict[Tuple[Any, ...], int] = {}
 """The sets of models (by id) found told apart, each with the number of relations declared then."""
 
 
-def check_told_apart(models: Sequence[type], caller: str) -> None:
+def check_told_apart(models: Sequence[type], caller: str, children_only: bool = False) -> None:
     """Refuse ``models``, given together to ``caller`` (a stream handler), where one's items cannot be told from
-    another model's of its table: one of ``models``, or any model loaded with items in that table (``_identity``).
-    Checked once per set of models while no relation is declared.
+    another model's of its table: one of ``models``, or any model loaded with items in that table (``_identity``);
+    with ``children_only``, any counted child among them (``count_expiries`` takes off only items a counted write
+    stored, which hold its write id: never a parent's). Checked once per set of models while no relation is
+    declared.
 
     :raises ConfigurationError: naming both models, what tells each one's items, and how to tell them apart.
       Nothing was written.
     """
-    key = tuple(id(model) for model in models)
+    key = (children_only,) + tuple(id(model) for model in models)
     if _TOLD_APART.get(key) == declared():
         return
     for model in models:
         mine = identity_of(model)
         others = dict.fromkeys(other for other in models if other.Meta.table_name == mine.table)  # type: ignore
-        others.update(dict.fromkeys(models_in(mine.table)))
+        others.update(dict.fromkeys(other for other in models_in(mine.table)
+                                    if not children_only or relations_of(other)))
         for other in others:
             if related(model, other):
                 continue

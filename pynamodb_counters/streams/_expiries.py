@@ -65,8 +65,8 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
     :raises InvalidArgumentError: ``event`` is not a stream event, ``models`` are not counted children whose
       expiries are counted through the stream, or records that name no table (``GetRecords``'s) are given
       without ``table=`` for ``models`` in several tables. Nothing was written.
-    :raises ConfigurationError: a model of ``models`` whose items nothing tells from another model's of its table,
-      or a deletion by TTL without its old image (the stream's view type is ``KEYS_ONLY`` or ``NEW_IMAGE``).
+    :raises ConfigurationError: a model of ``models`` whose items nothing tells from another counted child's of its
+      table, or a deletion by TTL without its old image (the stream's view type is ``KEYS_ONLY`` or ``NEW_IMAGE``).
       Nothing was written.
     """
     records = records_of(event, "count_expiries")
@@ -141,7 +141,7 @@ def _models(models: Iterable[Type[Model]]) -> Tuple[Type[Model], ...]:
             raise InvalidArgumentError(f"count_expiries(models=...): no relation of {model.__name__} counts its "
                                        f"expiries through the stream (declare counted_by(..., expiries='stream')). "
                                        f"Nothing was written")
-    check_told_apart(given, "count_expiries")
+    check_told_apart(given, "count_expiries", children_only=True)
     return given
 
 
