@@ -254,3 +254,38 @@ def test_count_expiries_tells_its_children_from_other_children_of_the_table_not_
             count_expiries(lambda_event(records, "Passes"), models=[Pass])
     finally:
         Event.delete_table()
+
+
+def test_a_polymorphic_table_tells_its_classes_apart_by_their_discriminator_with_no_prefix() -> None:
+    """One DiscriminatorAttribute on a common base: each class's items name it, so a like counted from the stream
+    needs no prefix beside its post, and a comment (another class of the table) is no like."""
+    from pynamodb.attributes import DiscriminatorAttribute
+
+    meta = type("Meta", (), {"table_name": "Kinds", "region": REGION, "stream_view_type": "NEW_AND_OLD_IMAGES"})
+
+    class Item(Model):
+        Meta = meta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        kind = DiscriminatorAttribute()
+
+    class Article(CounterMixin, Item, discriminator="article"):
+        likes = CounterField()
+
+    class Comment(Item, discriminator="comment"):
+        pass
+
+    class Heart(CounterMixin, Item, discriminator="heart"):
+        article = counted_by(Article.likes, key=lambda heart: (heart.pk, "META"), counting="stream")
+
+    Item.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    try:
+        Article(pk="A#1", sk="META").save()
+        Heart(pk="A#1", sk="ann").save()
+        Comment(pk="A#1", sk="bob").save()
+        Heart(pk="A#1", sk="cid").save()
+        result = count_stream(lambda_event(read_stream("Kinds"), "Kinds"), models=[Heart])
+        assert result.error is None and len(result.counted) == 2
+        assert Article.get("A#1", "META", consistent_read=True).likes == 2
+    finally:
+        Item.delete_table()
