@@ -55,6 +55,7 @@ __all__ = [
     "ChildValueError",
     "ConditionFailedError",
     "ConfigurationError",
+    "ConfigurationWarning",
     "CountedWriteError",
     "CounterError",
     "CounterUnderflowError",
@@ -131,6 +132,12 @@ class AmbiguousItemError(ConfigurationError):
     record is counted when Lambda delivers it again."""
 
     msg = "an item fits two models"
+
+
+class ConfigurationWarning(UserWarning):
+    """A declaration that works only if something outside the code is set up as it says: a relation counted from
+    the stream (``counting="stream"``, ``expiries="stream"``) on a model whose ``Meta.stream_view_type`` does not
+    give the stream the images the handlers read. The message names the fix."""
 
 
 class InvalidArgumentError(CounterError, ValueError, TypeError):

@@ -298,7 +298,7 @@ def test_a_child_deleted_by_the_library_after_its_ttl_passed_is_counted_once() -
     assert result.counted == () and counters()["invites"] == 0 and daily() == 0
 
 
-def test_records_of_other_models_and_of_items_never_counted_are_skipped_and_said_so() -> None:
+def test_items_never_counted_are_skipped_and_records_of_another_table_refused() -> None:
     team()
     invite("ann")
     with skip_counting(Invite):
@@ -306,8 +306,11 @@ def test_records_of_other_models_and_of_items_never_counted_are_skipped_and_said
     raw_client(None).put_item(TableName="Teams", Item={"pk": {"S": TEAM}, "sk": {"S": "INVITE#raw"},
                                                        "expires": {"N": "1"}})
     expired = expired_invites("ann", "migrated", "raw")
-    result = count_expiries(event(expired), models=[Session])
-    assert result.counted == () and reasons(result).count("not a counted child of the models given") == 3
+    before = stored("Teams")
+    with pytest.raises(ConfigurationError, match=r"record 0 .* is of table Teams's stream, and the models given "
+                                                  r"\(Session\) are stored in TeamSessions"):
+        count_expiries(event(expired), models=[Session])  # a function on another table's stream: refused
+    assert stored("Teams") == before
     result = count_expiries(event(expired), models=[Invite])
     assert len(result.counted) == 1
     assert reasons(result).count("never counted (written around the library: no write id)") == 2
@@ -488,7 +491,7 @@ def test_signals_child_removed_on_an_expiry_and_duplicate_rejected_on_a_record_a
 def test_what_is_not_a_stream_event_is_refused(given: Any) -> None:
     team()
     before = stored("Teams")
-    with pytest.raises(InvalidArgumentError, match="stream event"):
+    with pytest.raises(InvalidArgumentError, match="stream (event|record)"):
         count_expiries(given, models=[Invite])
     assert stored("Teams") == before
 

@@ -64,7 +64,7 @@ def test_a_scan_audit_reports_exactly_the_planted_drift(segments: int) -> None:
     assert {d.key: (d.stored, d.actual) for d in report.drifts} == planted
     assert any(actual == 0 for _, actual in planted.values())  # parents with zero children are in it
     assert any(stored is None for stored, _ in planted.values())
-    assert report.read_units > 0 and report.drifted == 30
+    assert report.read_units > 0 and report.drift_count == 30
 
 
 def test_an_audit_of_explicit_parents_or_a_relation() -> None:

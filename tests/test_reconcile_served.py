@@ -32,7 +32,7 @@ def test_repair_under_four_threads_of_likes_and_unlikes(served: ServedMoto) -> N
                 Like(pk=pk, sk=f"LIKE#USER#seed{u}", liked_at=1).save()
     set_counter(Post.like_tally, POSTS[0], 40)  # and one is far too high
     report = audit(Post.like_tally)
-    assert report.drifted == len(POSTS)
+    assert report.drift_count == len(POSTS)
 
     stop = threading.Event()
     warmed = threading.Event()  # set once the writers have landed writes since the audit

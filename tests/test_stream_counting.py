@@ -84,6 +84,7 @@ def test_a_stream_relation_needs_no_expiries_and_takes_none() -> None:
         class Meta:
             table_name = "Boards"
             region = "us-east-1"
+            stream_view_type = "NEW_AND_OLD_IMAGES"
 
         pk = UnicodeAttribute(hash_key=True)
         sk = UnicodeAttribute(range_key=True)

@@ -110,7 +110,7 @@ def _summary(report: AuditReport) -> str:
     unverifiable = f", {len(report.unverifiable)} unverifiable" if report.unverifiable else ""
     unverifiable += f", {len(report.missing)} not found" if report.missing else ""
     candidates = f"{count(len(report.candidates), 'candidate')} from the export, " if report.candidates else ""
-    return (f"{count(report.parents_checked, 'parent')} checked, {candidates}{report.drifted} drifted"
+    return (f"{count(report.parents_checked, 'parent')} checked, {candidates}{report.drift_count} drifted"
             f"{unverifiable}, "
             f"{count(report.read_units, 'read unit')}{estimate}")
 

@@ -233,13 +233,13 @@ def reconcile_story(Post: Any, Like: Any, post_id: str, out: Callable[[str], Any
     out("reconciliation: a raw UpdateItem, bypassing the library, sets like_tally = 7 (2 likes exist)")
     report = audit(Post.like_tally, parents=[key])
     for drift in report.drifts:
-        out(f"  audit: {report.parents_checked} parent checked, {report.drifted} drifted: {drift.attribute} "
+        out(f"  audit: {report.parents_checked} parent checked, {report.drift_count} drifted: {drift.attribute} "
             f"stored {drift.stored}, actual {drift.actual}")
     repairs = repair(report.drifts).repairs
     for fixed in repairs:
         out(f"  repair: {fixed.status} {fixed.before} -> {fixed.after} (one conditional UpdateItem)")
     clean = audit(Post.like_tally, parents=[key])
-    out(f"  audit again: {clean.drifted} drifted")
+    out(f"  audit again: {clean.drift_count} drifted")
 
     likes = Like._get_connection().query(post_id, range_key_condition=Like.sk.startswith("LIKE#"), select=COUNT,
                                          return_consumed_capacity="TOTAL")
@@ -250,7 +250,7 @@ def reconcile_story(Post: Any, Like: Any, post_id: str, out: Callable[[str], Any
     for n in (1_000, 10_000):
         out(f"  {n:,} likes of ~200 bytes: the Query reads {read_units(n * 200, consistent=False):g} RCU, "
             f"the GetItem {read_units(400, consistent=False):g} (eventually consistent)")
-    return report.drifted == 1 and [r.status for r in repairs] == ["repaired"] and clean.drifted == 0
+    return report.drift_count == 1 and [r.status for r in repairs] == ["repaired"] and clean.drift_count == 0
 
 
 def _show(field: str, value: Any, indent: str, out: Callable[[str], Any]) -> None:

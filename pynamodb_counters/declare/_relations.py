@@ -32,9 +32,12 @@ audits; a counted write reads the relation compiled (``_spec.RelationSpec``) and
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
+import warnings
 import weakref
-from types import CodeType
+from types import CodeType, FrameType
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -51,11 +54,13 @@ from typing import (
     overload,
 )
 
+import pynamodb
 from pynamodb.attributes import Attribute, DiscriminatorAttribute
+from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE, STREAM_OLD_IMAGE
 
 from .._keys import ParentKey, discriminator_of, holds
 from .._write_results import CounterChange
-from ..exceptions import ChildValueError, ConfigurationError, ParentKeyError
+from ..exceptions import ChildValueError, ConfigurationError, ConfigurationWarning, ParentKeyError
 from ._attributes import CounterField
 from ._counted import counted_classes, forget_specs, note_declared, require_mixin, same_class
 from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries
@@ -603,6 +608,8 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
         _check_neighbours(relation, owner, name, attributes)
     if relation.counting == STREAM:
         _check_told_apart(relation, owner, where, attributes)
+    if relation.counting == STREAM or relation.expiries == STREAM:
+        _warn_without_images(relation, owner, where)
 
 
 def check_model(owner: Type[Any], kind: Type[Any]) -> None:
@@ -636,6 +643,36 @@ def declared_prefixes(model: type) -> Tuple[str, ...]:
     being run holds its relations in its namespace), each once."""
     return tuple(dict.fromkeys(value.prefix for klass in reversed(model.__mro__) for value in vars(klass).values()
                                if isinstance(value, Relation) and value.prefix is not None))
+
+
+def _warn_without_images(relation: Any, owner: Type[Any], where: str) -> None:
+    """Warn where ``owner``'s ``Meta`` does not give its table's stream the images a handler of ``relation`` reads
+    (``create_table()`` makes the stream from it): a table made from it counts nothing, silently."""
+    view = getattr(getattr(owner, "Meta", None), "stream_view_type", None)
+    wanted = (STREAM_NEW_AND_OLD_IMAGE,) if relation.counting == STREAM else (STREAM_NEW_AND_OLD_IMAGE,
+                                                                              STREAM_OLD_IMAGE)
+    if view in wanted:
+        return
+    counted = "counted from the table's stream (counting='stream')" if relation.counting == STREAM else \
+        "whose expiries are taken off from the table's stream (expiries='stream')"
+    made = "no stream" if view is None else "a stream without the images it needs"
+    warnings.warn(f"{where}: {owner.__name__} is {counted}, but {owner.__name__}.Meta.stream_view_type is "
+                  f"{view!r}: a table created from the model has {made}, and nothing is counted.\n"
+                  f"Set Meta.stream_view_type = STREAM_NEW_AND_OLD_IMAGE (from pynamodb.constants), and on a table "
+                  f"made elsewhere enable it: aws dynamodb update-table --table-name {_table_of(owner)} "
+                  f"--stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES",
+                  ConfigurationWarning, stacklevel=_callers_level())
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of a warning raised here that names the first frame outside this package and PynamoDB:
+    the user's class statement, or their first use of a relation assigned after its body."""
+    ours = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(pynamodb.__file__))
+    frame: Optional[FrameType] = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(ours):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _check_told_apart(relation: Any, owner: Type[Any], where: str, attributes: Dict[str, Attribute[Any]]) -> None:

@@ -99,12 +99,14 @@ def audit(target: Union[CounterField, Relation], *, parents: Optional[Iterable[A
       are, and the candidates are verified on the live table as always.
     :raises ConfigurationError: no relation feeding the counter is loaded, a relation without ``prefix=`` or
       ``children=``, a Scan of a table shared with other models when the parent model has neither a
-      discriminator nor an ``audit_filter()``.
+      discriminator nor an ``audit_filter()``, a counter fed from the stream of a table without a stream (the
+      message says how to enable it).
     :raises ExportError: with ``export``: an export that cannot be read as DynamoDB writes it (a data file listed
       twice in its manifest included), an export of a table the audit does not read, a table it reads with no
       export, an export whose account, region or table id is not the live table's (the message names which,
       with both values; unless ``export_of_copy``), a live table that cannot be described, a relation counted by
-      a ``children=`` function (it reads the live table). Nothing is reported.
+      a ``children=`` function (it reads the live table), for a counter fed from the stream an export 24 hours
+      old or more. Nothing is reported.
     :raises TransactionError: the stream of a child table feeding a counter from the stream cannot be read, or a
       probe could not be deleted (its key is named).
     :raises InvalidArgumentError: ``segments`` or ``workers`` below 1, a negative ``limit``; with ``export``,
@@ -205,6 +207,29 @@ def _audit_export(target: Union[CounterField, Relation], export: Union[Location,
                         key_prefix=key_prefix, progress=progress, export_of_copy=export_of_copy)
 
 
+def _drifts_of(drifts: Any) -> List[Drift]:
+    """``repair()``'s drifts, checked.
+
+    :raises InvalidArgumentError: naming what was given and ``repair(audit(...).drifts)``.
+    """
+    if isinstance(drifts, (CounterField, Relation, AuditReport, str, bytes, Drift)) or \
+            not isinstance(drifts, Iterable):
+        raise _not_drifts(drifts)
+    found = list(drifts)
+    if not all(isinstance(drift, Drift) for drift in found):
+        raise _not_drifts(drifts)
+    return found
+
+
+def _not_drifts(given: Any) -> InvalidArgumentError:
+    what = "a counter" if isinstance(given, CounterField) else "a relation" if isinstance(given, Relation) else \
+        "a report (its drifts are report.drifts)" if isinstance(given, AuditReport) else repr(given)[:80]
+    return InvalidArgumentError(f"repair() takes the drifts an audit found, not {what}: "
+                                f"repair(audit(Post.like_tally).drifts), or repair(report.drifts) of a report "
+                                f"kept (the command line's repair MODULE:Post.like_tally audits and repairs in one "
+                                f"go). Nothing was written")
+
+
 def check_scannable(model: Any) -> None:
     """Refuse a Scan for ``model``'s parents in a table it shares with other models, unless it can tell its items
     from theirs.
@@ -248,12 +273,15 @@ def repair(drifts: Sequence[Drift], *, max_attempts: int = 5, dry_run: bool = Fa
     :func:`~pynamodb_counters.set_counter` remains the explicit override.
 
     :param dry_run: report what would be done (``status="planned"``) and write nothing.
-    :raises InvalidArgumentError: ``max_attempts`` is not a whole number of at least 1.
+    :raises InvalidArgumentError: ``drifts`` is not a sequence of :class:`~pynamodb_counters.Drift` (a counter, a
+      relation or a report: ``repair(audit(Post.like_tally).drifts)`` repairs what an audit found), or
+      ``max_attempts`` is not a whole number of at least 1. Nothing was written.
     :raises TransactionError: DynamoDB rejected a repair's write otherwise than by its condition, or, for a counter
       fed from the stream, its stream cannot be read or a probe could not be deleted.
     """
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise InvalidArgumentError(f"repair(max_attempts=...) is at least 1, not {max_attempts!r}")
+    drifts = _drifts_of(drifts)
     auditors: Dict[Tuple[type, str], Auditor] = {}
     repairs = []
     for drift in drifts:

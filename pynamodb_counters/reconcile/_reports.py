@@ -4,6 +4,7 @@ What audits and repairs report: data, never logs. Imported from :mod:`pynamodb_c
 from __future__ import annotations
 
 import base64
+import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Type
@@ -134,14 +135,26 @@ class AuditReport:
     candidates: Tuple[Drift, ...] = ()
 
     @property
-    def drifted(self) -> int:
-        """How many counters drifted."""
+    def drift_count(self) -> int:
+        """How many counters drifted: ``len(drifts)``."""
         return len(self.drifts)
 
+    @property
+    def drifted(self) -> int:
+        """How many counters drifted. Deprecated: a count that reads like a truth value (``assert not
+        report.drifted``); use :attr:`drift_count`, or test :attr:`drifts`. It goes in the next release.
+
+        :raises DeprecationWarning: as a warning, each time it is read.
+        """
+        warnings.warn("AuditReport.drifted is deprecated and goes in the next release: use AuditReport.drift_count "
+                      "(a number), or test AuditReport.drifts (the drifts)", DeprecationWarning, stacklevel=2)
+        return self.drift_count
+
     def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready summary with every drift."""
+        """A JSON-ready summary with every drift (``drift_count``; ``drifted`` too, the same number, for one more
+        release)."""
         return {"model": self.model.__name__, "attribute": self.attribute, "parents_checked": self.parents_checked,
-                "drifted": self.drifted, "read_units": self.read_units,
+                "drift_count": self.drift_count, "drifted": self.drift_count, "read_units": self.read_units,
                 "read_units_estimated": self.read_units_estimated, "drifts": [d.as_dict() for d in self.drifts],
                 "unverifiable": [u.as_dict() for u in self.unverifiable],
                 "missing": [json_key(self.model, key) for key in self.missing],

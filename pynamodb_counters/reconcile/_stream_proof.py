@@ -50,7 +50,7 @@ from ..declare._expiry_rules import STREAM
 from ..declare._relations import Relation
 from ..declare._spec import relations_of
 from ..declare._stored_names import PROBE, stream_mark_name
-from ..exceptions import AmbiguousItemError, ChildValueError, ParentKeyError, TransactionError
+from ..exceptions import AmbiguousItemError, ChildValueError, ConfigurationError, ParentKeyError, TransactionError
 from ..streams._counting import record_changes
 from ..streams._records import padded
 from ..write._deltas import feeder_entry_of
@@ -180,7 +180,8 @@ class StreamProof:
         creation and removal (:data:`MOVED`: the parent moved during the count), or a record that changes an item
         without the mark of the record's relation.
 
-        :raises TransactionError: a child table has no stream, or a stream cannot be read.
+        :raises ConfigurationError: a child table has no stream.
+        :raises TransactionError: a stream cannot be read.
         """
         found: Dict[ParentKey, Waiting] = {key: 0 for key, _, _ in parents}
         for table, models in self.children.items():
@@ -316,7 +317,8 @@ def latest_records(model: Type[Any]) -> Dict[str, str]:
     """The last record of each partition in the streams of ``model``'s table (every stream DynamoDB still lists
     for it), by the partition's hash key value as stream records carry it: its sequence number, zero-padded.
 
-    :raises TransactionError: the table has no stream, or a stream cannot be read.
+    :raises ConfigurationError: the table has no stream.
+    :raises TransactionError: a stream cannot be read.
     """
     client = streams_client(model)
     hash_name = key_attributes(model)[0].attr_name
@@ -365,14 +367,19 @@ def stream_arns(model: Type[Any]) -> List[str]:
     ago (a stream disabled and enabled again, to change its view type, keeps the old one readable, and its event
     source mapping delivering it).
 
-    :raises TransactionError: the table has no stream.
+    :raises ConfigurationError: the table has no stream, naming how to enable it.
     """
     table = model.Meta.table_name
     described = model._get_connection().describe_table()
     latest = described.get("LatestStreamArn") if described.get("StreamSpecification", {}).get(
         "StreamEnabled", True) else None
     if not latest:
-        raise TransactionError(f"{table} has no stream: a counter fed from it cannot be audited without it")
+        raise ConfigurationError(
+            f"{table} has no stream: {model.__name__} is counted from it (counting='stream'), so nothing has been "
+            f"counted since its writes, and an audit reads it to prove what was.\n"
+            f"Enable it: aws dynamodb update-table --table-name {table} --stream-specification "
+            f"StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES (and set Meta.stream_view_type = "
+            f"NEW_AND_OLD_IMAGES, which create_table() reads), then deploy the handler (count_stream) on it.")
     client = streams_client(model)
     arns: List[str] = []
     start: Dict[str, str] = {"TableName": table} if len(table) >= 3 else {}  # moto's tables may be shorter

@@ -75,7 +75,7 @@ from ..write._markers import streamed_write
 from ..write._send import RetryPolicy, send_update
 from ._expiries import count_expiries
 from ._markers import Marked, MarkedOutcome, commit_marked, marked
-from ._records import check_named, load, models_of, padded, records_of, table_of
+from ._records import check_named, check_tables, load, models_of, padded, records_of, table_of
 from ._results import ExpiryResult, Skipped, SkipReason, StreamResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,6 +149,7 @@ def count_stream(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], m
     records = records_of(event, "count_stream")
     given = _models(models)
     check_named(records, given, table, "count_stream")
+    check_tables(records, given, table, "count_stream")
     streamed = tuple(model for model in given if spec_of(model).streamed)
     expiring = tuple(model for model in given
                      if any(relation.expiries == STREAM for relation in spec_of(model).relations))
@@ -258,9 +259,12 @@ def _check_images(record: Mapping[str, Any], table: str) -> None:
     view = change.get("StreamViewType")
     wanted = _IMAGES.get(str(record.get("eventName")), ())
     if (view is not None and view != "NEW_AND_OLD_IMAGES") or any(image not in change for image in wanted):
-        raise ConfigurationError(f"stream record {record['eventID']} of {table} is a {record.get('eventName')} "
-                                 f"without {' and '.join(wanted) or 'its images'}: the stream's view type is "
-                                 f"{view or 'KEYS_ONLY, NEW_IMAGE or OLD_IMAGE'}. A relation counted from the stream "
+        kind = str(record.get("eventName"))
+        article = "an" if kind[:1] in "AEIOU" else "a"
+        missing = " and ".join(wanted) or "its images"
+        shown = view or "KEYS_ONLY, NEW_IMAGE or OLD_IMAGE"
+        raise ConfigurationError(f"stream record {record['eventID']} of {table} is {article} {kind} without "
+                                 f"{missing}: the stream's view type is {shown}. A relation counted from the stream "
                                  f"compares the old image with the new: set the view type to NEW_AND_OLD_IMAGES "
                                  f"(see the 'Counting from the stream' page). Nothing was written")
 

@@ -27,7 +27,7 @@ from ..write._deltas import deltas
 from ..write._markers import expiry_write
 from ..write._send import RetryPolicy
 from ._markers import Marked, commit_marked, marked
-from ._records import check_named, load, models_of, records_of, table_of
+from ._records import check_named, check_tables, load, models_of, records_of, table_of
 from ._results import ExpiryResult, Skipped, SkipReason
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,6 +72,7 @@ def count_expiries(event: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
     records = records_of(event, "count_expiries")
     given = _models(models)
     check_named(records, given, table, "count_expiries")
+    check_tables(records, given, table, "count_expiries")
     expiries, skipped, stop = _classify(records, given, table)
     counted: List[str] = []
     changes: List[CounterChange] = []

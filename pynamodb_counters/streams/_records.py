@@ -14,12 +14,12 @@ from pynamodb.exceptions import PynamoDBException
 from .._keys import as_returned
 from ..declare._expiry_rules import ttl_attribute
 from ..declare._spec import identity_of
-from ..exceptions import AmbiguousItemError, InvalidArgumentError
+from ..exceptions import AmbiguousItemError, ConfigurationError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["SEQUENCE_DIGITS", "check_named", "load", "models_of", "padded", "records_of", "table_of"]
+__all__ = ["SEQUENCE_DIGITS", "check_named", "check_tables", "load", "models_of", "padded", "records_of", "table_of"]
 
 SEQUENCE_DIGITS = 40
 """The most digits a stream record's ``SequenceNumber`` has (DynamoDB Streams gives 21 to 40)."""
@@ -31,11 +31,18 @@ def records_of(event: Any, caller: str) -> List[Mapping[str, Any]]:
     :raises InvalidArgumentError: not a stream event nor a list of records.
     """
     records = event.get("Records") if isinstance(event, Mapping) else event
-    if not isinstance(records, (list, tuple)) or not all(isinstance(record, Mapping) and "dynamodb" in record
-                                                         and "eventID" in record for record in records):
+    if not isinstance(records, (list, tuple)):
         raise InvalidArgumentError(f"{caller}() takes a DynamoDB stream event ({{'Records': [...]}}, as Lambda "
                                    f"delivers it) or its records (as GetRecords returns them), not "
                                    f"{str(event)[:120]}. Nothing was written")
+    for position, record in enumerate(records):
+        lacks = "is not a mapping" if not isinstance(record, Mapping) else \
+            ", ".join(f"has no {name!r}" for name in ("eventID", "dynamodb") if name not in record)
+        if lacks:
+            raise InvalidArgumentError(f"{caller}(): record {position} of {len(records)} {lacks}: a DynamoDB stream "
+                                       f"record has its eventID and its dynamodb (keys, images, sequence number), "
+                                       f"as Lambda and GetRecords give them; this one begins "
+                                       f"{str(record)[:120]}. Nothing was written")
     return list(records)
 
 
@@ -68,6 +75,26 @@ def check_named(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model],
                                    f"returns them), and the models are in {len(tables)} tables: {', '.join(tables)}\n"
                                    f"Give the records' table with table=, such as table={tables[0]!r} for the "
                                    f"records of {tables[0]}'s stream. Nothing was written.")
+
+
+def check_tables(records: Sequence[Mapping[str, Any]], models: Tuple[Type[Model], ...], table: Optional[str],
+                 caller: str) -> None:
+    """Refuse records of a table none of ``models`` is stored in (named by their ``eventSourceARN``, else by
+    ``table=``): a Lambda's event source is one table's stream, so a function given another table's counts nothing,
+    forever, while reporting success.
+
+    :raises ConfigurationError: naming the records' table, the models' tables and the fix. Nothing was written.
+    """
+    tables = {model.Meta.table_name for model in models}
+    for position, record in enumerate(records):
+        named = table_of(record, table)
+        if named is not None and named not in tables:
+            given = ", ".join(model.__name__ for model in models)
+            raise ConfigurationError(
+                f"{caller}(): record {position} ({record.get('eventID')}) is of table {named}'s stream, and the "
+                f"models given ({given}) are stored in {', '.join(sorted(tables))}: this function would count "
+                f"nothing.\nPoint its event source mapping at the stream of "
+                f"{' or '.join(sorted(tables))}, or give it the models of {named}. Nothing was written.")
 
 
 def table_of(record: Mapping[str, Any], table: Optional[str]) -> Optional[str]:
