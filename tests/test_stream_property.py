@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from pynamodb_counters import RetryPolicy
 from pynamodb_counters.exceptions import RetriesExhaustedError
 from pynamodb_counters.streams import StreamResult, count_stream
 from tests.support.client_hooks import hooked
+from tests.support.deliveries import FAST, Died, Plan, delivery_plans
 from tests.support.factories import raw_client
 from tests.support.factories import stored as table_items
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
@@ -38,8 +38,6 @@ FOLDERS = ("inbox", "art")
 DAYS = ("d1", "d2", "d3")
 STATUSES = ("draft", "published")
 PARENTS = (Board, Folder, DailyPins)
-#: two attempts per update, no wait between them: an injected failure outlasts them
-FAST = RetryPolicy(max_attempts=2, base_delay=0, max_delay=0, sleep=lambda _: None)
 
 Write = Tuple[str, int, int, str, str, str, int]
 #: one write: what, on which board (modulo the boards drawn), which user's pin (or note), its folder, day, status
@@ -48,34 +46,6 @@ writes = st.tuples(st.sampled_from(("save", "save", "put", "update", "edit", "mo
                                     "raw_delete", "note")),
                    st.integers(0, 2), st.integers(0, 3), st.sampled_from(FOLDERS), st.sampled_from(DAYS),
                    st.sampled_from(STATUSES), st.integers(0, 3))
-
-
-class Plan(NamedTuple):
-    """What becomes of one batch."""
-
-    #: the update of one parent item fails (a board's, or its inbox folder's: drawn by the number), and Lambda
-    #: delivers the batch again from the record named in ``batchItemFailures``
-    fails: Optional[int]
-    #: the handler dies once its update number ``dies`` (from 0) landed, and Lambda delivers the batch again
-    dies: Optional[int]
-    #: ... in two halves (BisectBatchOnFunctionError)
-    bisect: bool
-    #: applied, it comes again (the answer lost, or a crash before Lambda's checkpoint)
-    twice: bool
-    #: records that come twice
-    repeated: List[int]
-    #: how many records before the checkpoint it starts
-    back: int
-
-
-delivery_plans = st.builds(Plan, fails=st.one_of(st.none(), st.integers(0, 5)),
-                           dies=st.one_of(st.none(), st.integers(0, 3)),
-                           bisect=st.booleans(), twice=st.booleans(),
-                           repeated=st.lists(st.integers(0, 15), max_size=2), back=st.integers(0, 4))
-
-
-class Died(BaseException):
-    """The handler's process, gone after DynamoDB committed one of its updates."""
 
 
 @pytest.fixture
