@@ -12,18 +12,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from pynamodb.attributes import UnicodeAttribute
-from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE
-from pynamodb.models import Model
 
-from pynamodb_counters import CounterField, CounterMixin, audit, counted_by, repair, reshard
+from pynamodb_counters import audit, repair, reshard
 from pynamodb_counters.streams import count_stream
 from pynamodb_counters.testing import export_table
 from tests.support import feed_models as feed
 from tests.support.factories import raw_client
-from tests.support.models import REGION
 from tests.support.previous_stream import previous_stream, restart_stream
-from tests.support.stream_models import STREAM_MODELS, Board, Folder, Pin
+from tests.support.stream_models import STREAM_MODELS, Board, Folder, Pin, tallies
 from tests.support.stream_records import lambda_event, read_stream
 from tests.support.stream_state import boards, count, exact, stored, stream
 
@@ -91,25 +87,6 @@ def test_a_parent_without_a_mark_is_exact_where_nothing_in_the_stream_changes_it
 
 
 # -- a reshard -------------------------------------------------------------------------------------------------------
-def tallies(shards: int) -> Tuple[Any, Any]:
-    """The models as deployed with ``shards=`` (a factory: the feeder id is the prefix, stable)."""
-    meta = type("Meta", (), {"table_name": "Tallies", "region": REGION, "stream_view_type": STREAM_NEW_AND_OLD_IMAGE})
-
-    class Post(CounterMixin, Model):
-        Meta = meta
-        pk = UnicodeAttribute(hash_key=True)
-        sk = UnicodeAttribute(range_key=True)
-        views = CounterField(shards=shards)
-
-    class Like(CounterMixin, Model):
-        Meta = meta
-        pk = UnicodeAttribute(hash_key=True)
-        sk = UnicodeAttribute(range_key=True)
-        post = counted_by(Post.views, key=lambda like: (like.pk, "META"), prefix="LIKE#", counting="stream")
-
-    return Post, Like
-
-
 @pytest.mark.parametrize("before, after", [(1, 4), (4, 2)])
 def test_after_a_reshard_every_shard_item_holds_the_mark_its_counter_had(before: int, after: int) -> None:
     Post, Like = tallies(before)

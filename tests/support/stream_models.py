@@ -4,7 +4,8 @@ four shards), on their folder (a move between folders of one board), and on a da
 creates. A note counts in its board's transaction and from the stream at once."""
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Tuple
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE
@@ -97,3 +98,25 @@ class Note(CounterMixin, Model):
 
 
 STREAM_MODELS = [Board, Folder, DailyPins, Pin, Note]
+
+
+@functools.cache
+def tallies(shards: int, table: str = "Tallies") -> Tuple[Any, Any]:
+    """A post and its likes in ``table``, the post's ``views`` counted from the stream over ``shards`` shards: the
+    models as deployed with that ``shards=`` (a factory: the feeder id is the prefix, stable through a reshard; one
+    pair per number of shards and table)."""
+    meta = type("Meta", (), {"table_name": table, "region": REGION, "stream_view_type": STREAM_NEW_AND_OLD_IMAGE})
+
+    class Post(CounterMixin, Model):
+        Meta = meta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        views = CounterField(shards=shards)
+
+    class Like(CounterMixin, Model):
+        Meta = meta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        post = counted_by(Post.views, key=lambda like: (like.pk, "META"), prefix="LIKE#", counting="stream")
+
+    return Post, Like
