@@ -18,15 +18,18 @@ Fixtures:
 * ``counters_signals``: records every signal the library sends during the test.
 * ``assert_counters_exact``: :func:`pynamodb_counters.testing.assert_counters_exact`, which audits every counter
   of the given models and fails with the drifts it finds.
+* ``counters_stream``: :class:`pynamodb_counters.testing.StreamReader`, on the test's DynamoDB: ``stream =
+  counters_stream(Like)``, then ``count_stream(stream.pending(), models=[Like])`` delivers the records written since
+  the last delivery, as a Lambda on the table's stream receives them.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
-from .testing import Backend, SignalCapture, assert_counters_exact, served_engine
+from .testing import Backend, SignalCapture, StreamReader, assert_counters_exact, served_engine
 
 __all__ = ["pytest_addoption", "pytest_configure"]
 
@@ -90,3 +93,11 @@ def counters_signals() -> Iterator[SignalCapture]:
 def _assert_counters_exact() -> Any:
     """:func:`pynamodb_counters.testing.assert_counters_exact`."""
     return assert_counters_exact
+
+
+@pytest.fixture
+def counters_stream(counters_backend: Backend) -> Callable[[type], StreamReader]:
+    """:class:`~pynamodb_counters.testing.StreamReader` of a model's table on ``counters_backend``: each
+    ``pending()`` is the Lambda event of the records written since the last one (the first, from the table's
+    start)."""
+    return StreamReader

@@ -34,10 +34,11 @@ from pynamodb_counters.declare._spec import feeders_of
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, InvalidArgumentError
 from pynamodb_counters.signals import child_removed, duplicate_rejected
 from pynamodb_counters.streams import ExpiryResult, count_expiries, not_a_marker
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.client_hooks import hooked, transact_requests
 from tests.support.factories import raw_client, stored
 from tests.support.models import DailyInvites, Invite, Session, Team
-from tests.support.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
+from tests.support.stream_records import RawKey, expire, ttl_marked
 from tests.test_declarations import refused
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -72,9 +73,10 @@ def expired_invites(*names: str, pk: str = TEAM) -> Set[RawKey]:
     return expire("Teams", [{"pk": {"S": pk}, "sk": {"S": f"INVITE#{name}"}} for name in names])
 
 
-def event(expired: Set[RawKey], table: str = "Teams", after: Any = None) -> Dict[str, Any]:
-    """The Lambda event of every record of the table's stream so far, the deletions ``expired`` marked as TTL's."""
-    return lambda_event(ttl_marked(read_stream(table, after=after), expired), table)
+def event(expired: Set[RawKey], model: type = Team, after: Any = None) -> Dict[str, Any]:
+    """The Lambda event of every record of ``model``'s table's stream so far, the deletions ``expired`` marked as
+    TTL's."""
+    return lambda_event(ttl_marked(stream_records(model, after=after), expired), model)
 
 
 def reasons(result: ExpiryResult) -> List[str]:
@@ -103,7 +105,7 @@ def test_a_child_in_a_table_with_a_hash_key_only_and_old_images_only() -> None:
     for name in ("s1", "s2"):
         Session(session_id=name, team=TEAM, expires=PAST).save()
     expired = expire("TeamSessions", [{"session_id": {"S": "s1"}}])
-    result = count_expiries(event(expired, table="TeamSessions"), models=[Session])
+    result = count_expiries(event(expired, Session), models=[Session])
     assert len(result.counted) == 1 and counters()["online"] == 1
 
 
@@ -112,7 +114,7 @@ def test_records_read_with_get_records_name_their_table_with_table() -> None:
     invite("ann")
     Session(session_id="s1", team=TEAM, expires=PAST).save()
     expired = expired_invites("ann")
-    records = ttl_marked(read_stream("Teams"), expired)  # GetRecords: no eventSourceARN
+    records = ttl_marked(stream_records(Team), expired)  # GetRecords: no eventSourceARN
     assert count_expiries(records, models=[Invite, Session], table="Teams").counted != ()
     assert counters()["invites"] == 0 and counters()["online"] == 1
 
@@ -123,8 +125,8 @@ def test_get_records_records_of_models_in_several_tables_without_table_are_refus
     invite("ann")
     Session(session_id="s1", team=TEAM, expires=PAST).save()
     expired = expired_invites("ann") | expire("TeamSessions", [{"session_id": {"S": "s1"}}])
-    invites = ttl_marked(read_stream("Teams"), expired)  # GetRecords: no eventSourceARN
-    sessions = ttl_marked(read_stream("TeamSessions"), expired)
+    invites = ttl_marked(stream_records(Team), expired)  # GetRecords: no eventSourceARN
+    sessions = ttl_marked(stream_records(Session), expired)
     before = stored("Teams"), stored("TeamSessions")
     for records in (invites, sessions):
         with pytest.raises(InvalidArgumentError, match=r"\Acount_expiries\(\): the records name no table.*"
@@ -158,7 +160,7 @@ def test_a_moved_child_is_taken_off_its_new_parent() -> None:
     session.save()
     assert (counters()["online"], counters("TEAM#t2")["online"]) == (0, 1)
     expired = expire("TeamSessions", [{"session_id": {"S": "s1"}}])
-    count_expiries(event(expired, table="TeamSessions"), models=[Session])
+    count_expiries(event(expired, Session), models=[Session])
     assert counters()["online"] == 0 and counters("TEAM#t2")["online"] == 0
 
 
@@ -597,7 +599,7 @@ def test_a_subclass_that_expires_under_an_inherited_relation_is_refused_until_it
     DayVisitor(pk="L1", sk="VISITOR#ann", expires=PAST).save()
     assert Lodge.get("L1", "META", consistent_read=True).guests == 1
     expired = expire("Lodges", [{"pk": {"S": "L1"}, "sk": {"S": "VISITOR#ann"}}])
-    assert len(count_expiries(event(expired, table="Lodges"), models=[DayVisitor]).counted) == 1
+    assert len(count_expiries(event(expired, Lodge), models=[DayVisitor]).counted) == 1
     assert Lodge.get("L1", "META", consistent_read=True).guests == 0
 
 

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pynamodb_counters.streams import count_expiries
-from pynamodb_counters.testing import Backend
+from pynamodb_counters.testing import Backend, lambda_event, stream_records
 from tests.support.client_hooks import hooked
 from tests.support.models import TABLE_MODELS, DailyInvites, Invite, Team
-from tests.support.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
+from tests.support.stream_records import RawKey, expire, ttl_marked
 
 pytestmark = pytest.mark.slow
 
@@ -103,12 +103,12 @@ def test_any_delivery_of_the_stream_takes_each_expiry_off_once(
         expired: Set[RawKey] = set()
         chosen = sorted({keys[index % len(keys)] for index in expiring})
         expired |= expire("Teams", [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in chosen])
-        records = lambda_event(ttl_marked(read_stream("Teams"), expired), "Teams")["Records"]
+        records = lambda_event(ttl_marked(stream_records(Team), expired), Team)["Records"]
         for number, plan in enumerate(plans):
             deliver(records, plan)
             if number == 0:
                 write(later)  # the same keys may be saved again: new children, counted anew
-        records = lambda_event(ttl_marked(read_stream("Teams"), expired), "Teams")["Records"]
+        records = lambda_event(ttl_marked(stream_records(Team), expired), Team)["Records"]
         deliver(records, (0.0, len(records), 0, False))  # the whole stream, at last
         assert state() == recount()
         deliver(records, (0.0, len(records), 3, False))  # and a replay

@@ -15,11 +15,12 @@ import pytest
 from pynamodb_counters import RetryPolicy, audit, not_a_shard
 from pynamodb_counters.exceptions import DuplicateChildError, MissingChildError, RetriesExhaustedError
 from pynamodb_counters.streams import count_expiries
+from pynamodb_counters.testing import lambda_event, stream_records
 from pynamodb_counters.testing.server import ServedMoto
 from tests.support import faults
 from tests.support.faults import FaultProxy
 from tests.support.models import DailyInvites, Invite, Team
-from tests.support.stream_records import RawKey, expire, lambda_event, read_stream, ttl_marked
+from tests.support.stream_records import RawKey, expire, ttl_marked
 
 pytestmark = pytest.mark.served
 
@@ -96,11 +97,11 @@ def test_expiries_taken_off_while_eight_threads_write_stay_exact_and_a_replay_ch
         for start in range(0, EXPIRING, 7):
             keys = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in expiring[start:start + 7]]
             expired.update(expire("Teams", keys, host))
-            records = read_stream("Teams", host, after=after)
+            records = stream_records(Team, after=after)
             if not records:
                 continue
             after = records[-1]["dynamodb"]["SequenceNumber"]
-            batch = lambda_event(ttl_marked(records, expired), "Teams", host)
+            batch = lambda_event(ttl_marked(records, expired), Team)
             batch["Records"] += batch["Records"][: len(batch["Records"]) // 3]  # repeated within the batch
             for _ in range(2):  # and the whole batch delivered again
                 result = count_expiries(batch, models=[Invite], retry=FAST)
@@ -110,8 +111,8 @@ def test_expiries_taken_off_while_eight_threads_write_stay_exact_and_a_replay_ch
         done = pool.submit(handler)
         list(pool.map(act, plan))
         done.result()
-    records = read_stream("Teams", host)  # the records written after the handler's last read
-    last = count_expiries(lambda_event(ttl_marked(records, expired), "Teams", host), models=[Invite], retry=FAST)
+    records = stream_records(Team)  # the records written after the handler's last read
+    last = count_expiries(lambda_event(ttl_marked(records, expired), Team), models=[Invite], retry=FAST)
     handled.append(last)
 
     assert unexpected == []
@@ -124,7 +125,7 @@ def test_expiries_taken_off_while_eight_threads_write_stay_exact_and_a_replay_ch
     for counter in (Team.invites, Team.pending, Team.seats, Team.load):
         assert not audit(counter).drifts
 
-    replay = count_expiries(lambda_event(ttl_marked(read_stream("Teams", host), expired), "Teams", host),
+    replay = count_expiries(lambda_event(ttl_marked(stream_records(Team), expired), Team),
                             models=[Invite], retry=FAST)  # the whole stream, from TRIM_HORIZON
     assert replay == {"batchItemFailures": []} and replay.counted == ()
     assert counted(host) == exact
@@ -136,7 +137,7 @@ def _one_expiry(host: str) -> Dict[str, Any]:
     for sk in ("INVITE#ann", "INVITE#bob"):
         Invite(pk="TEAM#0", sk=sk, expires=PAST).save()
     expired = expire("Teams", [{"pk": {"S": "TEAM#0"}, "sk": {"S": "INVITE#ann"}}], host)
-    return lambda_event(ttl_marked(read_stream("Teams", host), expired), "Teams", host)
+    return lambda_event(ttl_marked(stream_records(Team), expired), Team)
 
 
 def _invites() -> int:

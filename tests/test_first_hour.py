@@ -18,10 +18,10 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, audit, counted_by, repair
 from pynamodb_counters.exceptions import ConfigurationError, ConfigurationWarning, InvalidArgumentError
 from pynamodb_counters.streams import count_stream
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.factories import raw_client, stored
 from tests.support.models import REGION
 from tests.support.stream_models import STREAM_MODELS, Board, Pin
-from tests.support.stream_records import lambda_event, read_stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -88,7 +88,7 @@ def test_an_audit_of_a_counter_fed_from_a_table_without_a_stream_says_how_to_ena
 def test_a_handler_given_another_tables_records_refuses_them_and_writes_nothing() -> None:
     Board(pk="BOARD#b1", sk="META").save()
     Pin(pk="BOARD#b1", sk="PIN#u1").save()
-    event = lambda_event(read_stream("Boards"), "Boards")
+    event = lambda_event(stream_records(Board), Board)
     for record in event["Records"]:  # as a function on the Walls table's stream receives them
         record["eventSourceARN"] = record["eventSourceARN"].replace(":table/Boards/", ":table/Walls/")
     before = stored("Boards")
@@ -96,7 +96,7 @@ def test_a_handler_given_another_tables_records_refuses_them_and_writes_nothing(
                                                  r"\(Pin\) are stored in Boards"):
         count_stream(event, models=[Pin])
     with pytest.raises(ConfigurationError, match="is of table Walls's stream"):
-        count_stream(read_stream("Boards"), models=[Pin], table="Walls")
+        count_stream(stream_records(Board), models=[Pin], table="Walls")
     assert stored("Boards") == before
 
 
@@ -126,7 +126,7 @@ def test_the_count_of_drifts_says_it_is_a_count_and_the_old_name_warns() -> None
 def test_a_malformed_record_in_a_large_event_is_named_by_its_index_and_what_it_lacks() -> None:
     Board(pk="BOARD#b1", sk="META").save()
     Pin(pk="BOARD#b1", sk="PIN#u1").save()
-    good = lambda_event(read_stream("Boards"), "Boards")["Records"]
+    good = lambda_event(stream_records(Board), Board)["Records"]
     records = [dict(good[0], eventID=f"e{n}") for n in range(1000)]
     records.insert(700, {"eventID": "odd", "eventName": "INSERT"})
     before = stored("Boards")
@@ -136,3 +136,25 @@ def test_a_malformed_record_in_a_large_event_is_named_by_its_index_and_what_it_l
     with pytest.raises(ConfigurationError, match=r"is an INSERT without NewImage"):
         count_stream({"Records": [one_image]}, models=[Pin])
     assert stored("Boards") == before
+
+
+def test_the_shipped_stream_reader_delivers_what_was_written_since_the_last_delivery_as_lambda_does(
+        counters_stream: Any) -> None:
+    stream = counters_stream(Pin)
+    Board(pk="BOARD#b1", sk="META").save()
+    Pin(pk="BOARD#b1", sk="PIN#u1", rating=2).save()
+    first = stream.pending()
+    arn = raw_client(None).describe_table(TableName="Boards")["Table"]["LatestStreamArn"]
+    assert first["Records"] and all(record["eventSourceARN"] == arn for record in first["Records"])
+    assert all(isinstance(record["dynamodb"]["ApproximateCreationDateTime"], float) for record in first["Records"])
+    assert count_stream(first, models=[Pin]).error is None
+    own = count_stream(stream.pending(), models=[Pin])  # the handler's own updates, since: no pin's
+    assert own.counted == () and own.skipped
+    assert stream.pending() == {"Records": []}  # nothing written since
+    Pin(pk="BOARD#b1", sk="PIN#u2").save()
+    Pin(pk="BOARD#b1", sk="PIN#u1").delete()
+    second = stream.pending()
+    assert [record["eventName"] for record in second["Records"]] == ["INSERT", "REMOVE"]
+    assert count_stream(second, models=[Pin]).error is None
+    board = Board.get("BOARD#b1", "META", consistent_read=True)
+    assert (board.pin_count, board.stars) == (1, 0)

@@ -13,12 +13,12 @@ from pynamodb_counters import Drift, audit, repair, reshard, set_counter, signal
 from pynamodb_counters.declare._expiry_rules import MARKER
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
 from pynamodb_counters.streams import count_expiries
-from pynamodb_counters.testing import export_table
+from pynamodb_counters.testing import export_table, lambda_event, stream_records
 from tests.support.audit_models import Answer, Badge, Cart, Crew, Line, Question, create_tables
 from tests.support.client_hooks import unlike_before_the_first_query
 from tests.support.factories import drifted_by_one, like, likes, post, raw_client, snapshot, stored, tally
 from tests.support.models import Bookmark, Comment, Like, Post, User
-from tests.support.stream_records import expire, lambda_event, read_stream, ttl_marked
+from tests.support.stream_records import expire, ttl_marked
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -465,7 +465,7 @@ def test_audits_repairs_and_reshard_leave_expiry_markers_out(tmp_path: Path) -> 
     for name in ("ann", "bob", "cy"):
         Badge(pk="CREW#1", sk=f"BADGE#{name}", expires=datetime(2026, 1, 1, tzinfo=timezone.utc)).save()
     expired = expire("Crews", [{"pk": {"S": "CREW#1"}, "sk": {"S": f"BADGE#{name}"}} for name in ("ann", "bob")])
-    assert count_expiries(lambda_event(ttl_marked(read_stream("Crews"), expired), "Crews"), models=[Badge]).counted
+    assert count_expiries(lambda_event(ttl_marked(stream_records(Badge), expired), Badge), models=[Badge]).counted
     markers = [item for item in stored("Crews") if MARKER in item]
     assert len(markers) == 2 and Crew.get("CREW#1", "META").badges == 1
     live = audit(Crew.badges)

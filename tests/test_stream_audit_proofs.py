@@ -15,12 +15,11 @@ import pytest
 
 from pynamodb_counters import audit, repair, reshard
 from pynamodb_counters.streams import count_stream
-from pynamodb_counters.testing import export_table
+from pynamodb_counters.testing import export_table, lambda_event, stream_records
 from tests.support import feed_models as feed
 from tests.support.factories import raw_client
 from tests.support.previous_stream import previous_stream, restart_stream
 from tests.support.stream_models import STREAM_MODELS, Board, Folder, Pin, tallies
-from tests.support.stream_records import lambda_event, read_stream
 from tests.support.stream_state import boards, count, exact, stored, stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -92,26 +91,26 @@ def test_after_a_reshard_every_shard_item_holds_the_mark_its_counter_had(before:
     Post, Like = tallies(before)
     Post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     try:
-        handle = lambda records, like: count_stream(lambda_event(records, "Tallies"), models=[like])  # noqa: E731
+        handle = lambda records, like: count_stream(lambda_event(records, like), models=[like])  # noqa: E731
         Post(pk="P", sk="META").save()
         for n in range(12):
             Like(pk="P", sk=f"LIKE#{n}").save()
-        handle(read_stream("Tallies"), Like)
-        start = last(read_stream("Tallies"))
+        handle(stream_records(Like), Like)
+        start = last(stream_records(Like))
         Like.get("P", "LIKE#0").delete()  # a last batch that touches one shard item only: the marks differ
         Like(pk="P", sk="LIKE#0").save()
-        handle(read_stream("Tallies", after=start), Like)
+        handle(stream_records(Like, after=start), Like)
         Grown, Liked = tallies(after)
         reshard(Grown.views, after, parents=[("P", "META")])
-        start = last(read_stream("Tallies"))
-        handle(read_stream("Tallies", after=start), Liked)
+        start = last(stream_records(Like))
+        handle(stream_records(Liked, after=start), Liked)
         total = lambda: Grown.views.total(("P", "META"), consistent_read=True)  # noqa: E731
         assert total() == 12
         assert found(audit(Grown.views, parents=[("P", "META")])) == ([], [])
         for n in range(12, 15):
             Liked(pk="P", sk=f"LIKE#{n}").save()  # waiting
         assert found(audit(Grown.views, parents=[("P", "META")])) == ([], [])
-        handle(read_stream("Tallies", after=start), Liked)
+        handle(stream_records(Liked, after=start), Liked)
         assert total() == 15
     finally:
         Post.delete_table()
@@ -124,7 +123,7 @@ def test_children_counted_from_outside_their_parents_partition_leave_it_unverifi
     feed.Post(pk="POST#p2", sk="META").save()
     for user in ("ann", "bob", "cy"):
         feed.Cheer(pk=f"USER#{user}", sk="CHEER#POST#p1", post_id="POST#p1").save()
-    assert count_stream(lambda_event(read_stream(feed.TABLE), feed.TABLE), models=[feed.Cheer]).error is None
+    assert count_stream(lambda_event(stream_records(feed.Post), feed.Post), models=[feed.Cheer]).error is None
     assert feed.Post.get("POST#p1", "META", consistent_read=True).cheer_tally == 3
     for report in (audit(feed.Post.cheer_tally), audit(feed.Post.cheer_tally, parents=[("POST#p1", "META")]),
                    audit(feed.Post.cheer_tally, export=export_table(feed.Post, tmp_path / "feed", files=1))):
@@ -179,7 +178,7 @@ def test_the_records_of_a_previous_stream_still_readable_are_read(drift: int) ->
     assert "GetRecords" in answered
     assert found(report) == (([(META, 2 + drift, 2)] if drift else []), [])
     repair(report.drifts)
-    event = lambda_event(waiting, "Boards")  # the previous stream's event source mapping delivers them
+    event = lambda_event(waiting, Board)  # the previous stream's event source mapping delivers them
     event["Records"] = [{**record, "eventSourceARN": old} for record in event["Records"]]
     assert count_stream(event, models=[Pin]).error is None
     exact("BOARD#b1")

@@ -56,12 +56,11 @@ from hypothesis import strategies as st
 from pynamodb_counters import Drift, audit, repair, reshard
 from pynamodb_counters.reconcile._stream_proof import streams_client
 from pynamodb_counters.streams import count_stream
-from pynamodb_counters.testing import Backend, export_table
+from pynamodb_counters.testing import Backend, export_table, lambda_event
 from tests.support.factories import raw_client
 from tests.support.models import REGION
 from tests.support.previous_stream import previous_stream, restart_stream
 from tests.support.stream_models import STREAM_MODELS, Board, Folder, Pin, tallies
-from tests.support.stream_records import lambda_event, stream_arn
 from tests.support.stream_state import recount, stored
 
 pytestmark = pytest.mark.slow
@@ -124,21 +123,25 @@ def streams() -> Any:
 
 @dataclass
 class Tape:
-    """Every record the streams of ``table`` have held, in order (a previous stream's first), each with its
+    """Every record the streams of ``model``'s table have held, in order (a previous stream's first), each with its
     stream's ARN, and how many of them the handler was given (it is given them in order, each once). Read as
     GetRecords returns them, on from where the last read ended."""
 
-    table: str
+    model: Any
     records: List[Record] = field(default_factory=list)
     arns: List[str] = field(default_factory=list)
     handled: int = 0
     iterator: Optional[str] = None
     arn: str = ""
 
+    @property
+    def table(self) -> str:
+        return str(self.model.Meta.table_name)
+
     def read(self) -> List[Record]:
         """Read the records added to the table's current stream since the last read; every record so far."""
         if self.iterator is None:  # the table's current stream, from its start
-            self.arn = stream_arn(self.table, None)
+            self.arn = raw_client(None).describe_table(TableName=self.table)["Table"]["LatestStreamArn"]
             [shard] = streams().describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
             self.iterator = streams().get_shard_iterator(StreamArn=self.arn, ShardId=shard["ShardId"],
                                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
@@ -176,7 +179,7 @@ class Tape:
         """Deliver the records ``start:end`` to the handler, as :meth:`handle` does (again, for a replay)."""
         if start >= end:
             return
-        event = lambda_event(self.records[start:end], self.table)["Records"]
+        event = lambda_event(self.records[start:end], self.model)["Records"]
         while start < end:
             arn = self.arns[start]
             stop = start
@@ -393,7 +396,7 @@ def test_an_audit_proves_exactly_what_the_marks_prove_and_its_repair_leaves_ever
         absent: FrozenSet[str], script: List[Step], counted: float, restart: bool, drift: Tuple[int, int],
         exported: bool, meanwhile: List[Write]) -> None:
     with Backend("moto", STREAM_MODELS), contextlib.ExitStack() as previous, tempfile.TemporaryDirectory() as temp:
-        tape = Tape("Boards")
+        tape = Tape(Board)
         model = Boards(tape)
         for pk in BOARDS:
             if pk not in absent:
@@ -491,7 +494,7 @@ def liked(pk: str, model: Type[Any]) -> int:
 def test_after_a_reshard_of_a_counter_fed_from_the_stream_an_audit_finds_exactly_the_drift_made_by_hand(
         layouts: List[int], phases: List[List[LikeWrite]], counted: float, drift: Tuple[int, int]) -> None:
     with Backend("moto", [tallies(shards, TALLIES)[0] for shards in range(1, 5)]):
-        tape = Tape(TALLIES)
+        tape = Tape(tallies(1, TALLIES)[0])
         post, child = tallies(layouts[0], TALLIES)
         for pk in POSTS:
             post(pk=pk, sk="META").save()

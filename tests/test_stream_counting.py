@@ -21,11 +21,11 @@ from pynamodb.transactions import TransactWrite
 from pynamodb_counters import CountedTransaction, CounterField, CounterMixin, counted_by, signals
 from pynamodb_counters.exceptions import ConfigurationError, CounterError, InvalidArgumentError
 from pynamodb_counters.streams import SkipReason, count_stream
+from pynamodb_counters.testing import lambda_event
 from tests.support.client_hooks import hooked
 from tests.support.factories import raw_client
 from tests.support.models import REGION
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
-from tests.support.stream_records import lambda_event
 from tests.support.stream_state import BOARDS, boards, count, exact, stored, stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -287,7 +287,7 @@ def test_a_parent_outside_the_childs_partition_needs_markers_that_expire_else_th
 
     boards("BOARD#b1")
     Elsewhere(pk="USER#u1", sk="ELSE#1", board_pk="BOARD#b1").save()
-    result = count_stream(lambda_event(stream(), "Boards"), models=[Elsewhere])
+    result = count_stream(lambda_event(stream(), Board), models=[Elsewhere])
     assert result["batchItemFailures"] and isinstance(result.error, ConfigurationError)
     assert "outside its partition" in str(result.error) and "TTLAttribute" in str(result.error)
     assert Board.get("BOARD#b1", "META", consistent_read=True).pin_count == 0
@@ -390,7 +390,7 @@ def test_a_deletion_by_ttl_is_a_remove_like_any_other_and_expiries_of_transactio
 
     boards("BOARD#b1")
     Reminder(pk="BOARD#b1", sk="REMIND#1", due=datetime(2026, 1, 1, tzinfo=timezone.utc)).save()
-    handler = lambda records: count_stream(lambda_event(records, "Boards"), models=[Reminder])  # noqa: E731
+    handler = lambda records: count_stream(lambda_event(records, Board), models=[Reminder])  # noqa: E731
     assert handler(stream()).error is None
     board = Board.get("BOARD#b1", "META", consistent_read=True)
     assert (board.pin_count, board.note_count) == (1, 1)

@@ -20,10 +20,11 @@ from pynamodb_counters import CounterMixin, counted_by, signals
 from pynamodb_counters.declare._expiry_rules import MARKER, MARKER_LIFETIME
 from pynamodb_counters.exceptions import ConfigurationError
 from pynamodb_counters.streams import SkipReason, StreamResult, count_expiries, count_stream, not_a_marker
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.client_hooks import hooked
 from tests.support.factories import raw_client
 from tests.support.stream_marker_models import MARKER_MODELS, Bookmark, DailyLikes, Invite, Like, Post, Reply, Thread
-from tests.support.stream_records import expire, lambda_event, read_stream, ttl_marked
+from tests.support.stream_records import expire, ttl_marked
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -42,13 +43,17 @@ def posts(*ids: str) -> None:
         Post(post_id=post_id).save()
 
 
+OF_TABLE = {model.Meta.table_name: model for model in reversed(MARKER_MODELS)}
+"""A model of each table, by its name (the first of the table's)."""
+
+
 def stream(table: str = "Likes", after: Optional[str] = None) -> List[Dict[str, Any]]:
-    return read_stream(table, after=after)
+    return stream_records(OF_TABLE[table], after=after)
 
 
 def count(records: Sequence[Dict[str, Any]], table: str = "Likes", models: Sequence[type] = (Like,)) -> StreamResult:
     """``count_stream`` on ``records``, as a Lambda on ``table``'s stream receives them."""
-    return count_stream(lambda_event(records, table), models=list(models))
+    return count_stream(lambda_event(records, OF_TABLE[table]), models=list(models))
 
 
 def last(records: Sequence[Dict[str, Any]]) -> str:

@@ -16,10 +16,10 @@ import pytest
 
 from pynamodb_counters import Drift, Repair, RetryPolicy, audit, repair
 from pynamodb_counters.streams import StreamResult, count_stream
+from pynamodb_counters.testing import lambda_event, stream_records
 from pynamodb_counters.testing.server import ServedMoto
 from tests.support.factories import raw_client
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Pin
-from tests.support.stream_records import lambda_event, read_stream
 
 pytestmark = pytest.mark.served
 
@@ -65,7 +65,7 @@ def recount() -> Dict[str, Any]:
 def deliver(records: Sequence[Dict[str, Any]], host: str, rng: random.Random) -> List[StreamResult]:
     """One batch as Lambda may deliver it: split by partition key over two concurrent invocations, each part
     delivered twice, some records repeated."""
-    event = lambda_event(records, "Boards", host)["Records"]
+    event = lambda_event(records, Board)["Records"]
     parts: List[List[Dict[str, Any]]] = [[], []]
     for record in event:
         parts[zlib.crc32(record["dynamodb"]["Keys"]["pk"]["S"].encode()) % 2].append(record)
@@ -138,7 +138,7 @@ def test_eight_writers_half_raw_boto3_counted_from_the_stream_by_parallel_handle
         batches = random.Random(31)
         while True:
             still = writing.is_set()
-            records = read_stream("Boards", host, after=after)
+            records = stream_records(Board, after=after)
             if records:
                 after = records[-1]["dynamodb"]["SequenceNumber"]
                 handled.extend(deliver(records, host, batches))
@@ -177,6 +177,6 @@ def test_eight_writers_half_raw_boto3_counted_from_the_stream_by_parallel_handle
     assert all(result == {"batchItemFailures": []} for result in handled), [r.error for r in handled if r.error]
     exact = stored()
     assert exact == recount()
-    replay = count_stream(lambda_event(read_stream("Boards", host), "Boards", host), models=[Pin], retry=FAST)
+    replay = count_stream(lambda_event(stream_records(Board), Board), models=[Pin], retry=FAST)
     assert replay == {"batchItemFailures": []} and replay.counted == () and replay.updates > 0
     assert stored() == exact

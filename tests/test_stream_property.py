@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 
 from pynamodb_counters.exceptions import RetriesExhaustedError
 from pynamodb_counters.streams import StreamResult, count_stream
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.client_hooks import hooked
 from tests.support.deliveries import FAST, Died, Plan, delivery_plans
 from tests.support.factories import raw_client
 from tests.support.factories import stored as table_items
 from tests.support.stream_models import STREAM_MODELS, Board, DailyPins, Folder, Note, Pin
-from tests.support.stream_records import lambda_event, read_stream
 from tests.support.stream_state import recount, stored
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
@@ -278,7 +278,7 @@ def test_any_delivery_of_the_stream_counts_each_record_once(
     fresh_table(pks)
     for step in written:
         write(step, pks)
-    records = lambda_event(read_stream("Boards"), "Boards")["Records"]
+    records = lambda_event(stream_records(Board), Board)["Records"]
     first = next((index for index, record in enumerate(records)  # the boards' and folders' own records before
                   if record["dynamodb"]["Keys"]["sk"]["S"].startswith(("PIN#", "NOTE#"))), len(records))
     setup, records = records[:first], records[first:]  # are delivered in the replay only

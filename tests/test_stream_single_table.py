@@ -17,10 +17,10 @@ from pynamodb.models import Model
 from pynamodb_counters import CounterField, CounterMixin, counted_by
 from pynamodb_counters.exceptions import ConfigurationError
 from pynamodb_counters.streams import SkipReason, StreamResult, count_stream
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.factories import raw_client
 from tests.support.feed_models import FEED_MODELS, TABLE, Bookmark, Day, Like, Message, Post, PostDay, Thread
 from tests.support.models import REGION
-from tests.support.stream_records import lambda_event, read_stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -31,12 +31,12 @@ def counters_models() -> List[type]:
 
 
 def stream(after: Optional[str] = None) -> List[Dict[str, Any]]:
-    return read_stream(TABLE, after=after)
+    return stream_records(Post, after=after)
 
 
 def handler(records: List[Dict[str, Any]], *models: type) -> StreamResult:
     """A Lambda on the Feed table's stream, counting ``models``."""
-    return count_stream(lambda_event(records, TABLE), models=list(models))
+    return count_stream(lambda_event(records, Post), models=list(models))
 
 
 def last(records: List[Dict[str, Any]]) -> str:
@@ -236,8 +236,8 @@ def test_count_expiries_tells_its_children_from_other_children_of_the_table_not_
         assert Event.get("EVENT#e1", "META", consistent_read=True).passes == 1
         gone = expire("Passes", [{"pk": {"S": "EVENT#e1"}, "sk": {"S": "PASS#ann"}},
                                  {"pk": {"S": "EVENT#e0"}, "sk": {"S": "META"}}])
-        records = ttl_marked(read_stream("Passes"), gone)
-        result = count_expiries(lambda_event(records, "Passes"), models=[Pass])
+        records = ttl_marked(stream_records(Event), gone)
+        result = count_expiries(lambda_event(records, Event), models=[Pass])
         assert result.error is None and len(result.counted) == 1
         removed = [record["eventID"] for record in records if record["eventName"] == "REMOVE"]
         assert {skip.event for skip in result.skipped} >= set(removed) - set(result.counted)  # the event's
@@ -251,7 +251,7 @@ def test_count_expiries_tells_its_children_from_other_children_of_the_table_not_
             event = counted_by(Event.passes, key=lambda t: (t.pk, "META"), expiries="stream")
 
         with pytest.raises(ConfigurationError, match=r"Pass and Ticket share table Passes"):
-            count_expiries(lambda_event(records, "Passes"), models=[Pass])
+            count_expiries(lambda_event(records, Event), models=[Pass])
     finally:
         Event.delete_table()
 
@@ -284,7 +284,7 @@ def test_a_polymorphic_table_tells_its_classes_apart_by_their_discriminator_with
         Heart(pk="A#1", sk="ann").save()
         Comment(pk="A#1", sk="bob").save()
         Heart(pk="A#1", sk="cid").save()
-        result = count_stream(lambda_event(read_stream("Kinds"), "Kinds"), models=[Heart])
+        result = count_stream(lambda_event(stream_records(Item), Item), models=[Heart])
         assert result.error is None and len(result.counted) == 2
         assert Article.get("A#1", "META", consistent_read=True).likes == 2
     finally:

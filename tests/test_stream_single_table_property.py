@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from pynamodb_counters.exceptions import RetriesExhaustedError
 from pynamodb_counters.streams import StreamResult, count_stream
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.client_hooks import hooked
 from tests.support.deliveries import FAST, Died, Plan, delivery_plans
 from tests.support.factories import raw_client, stored
@@ -51,7 +52,6 @@ from tests.support.feed_models import (
     Reply,
     Thread,
 )
-from tests.support.stream_records import lambda_event, read_stream
 
 pytestmark = pytest.mark.usefixtures("dynamodb")
 
@@ -238,7 +238,7 @@ def records_of(shard: Optional[Tuple[int, int]]) -> List[Dict[str, Any]]:
     """Every record of the stream so far, as a Lambda receives them; with ``shard``, those from its index on in a
     child shard, their sequence numbers continuing the parent's, longer by its digits (the same numbers at every
     read: the stream only grows)."""
-    records = lambda_event(read_stream(TABLE), TABLE)["Records"]
+    records = lambda_event(stream_records(Post), Post)["Records"]
     if shard is None or shard[0] >= len(records):
         return records
     longest = max(len(record["dynamodb"]["SequenceNumber"]) for record in records)

@@ -349,14 +349,20 @@ _clients_lock = threading.Lock()
 
 def streams_client(model: Type[Any]) -> Any:
     """A DynamoDB Streams client with ``model``'s connection settings (its region, credentials, timeouts and
-    ``Meta.host``), made once per PynamoDB connection."""
+    ``Meta.host``), made once per PynamoDB connection. It reaches the region's endpoint, never an account-based
+    one (recent botocore releases build one from a stream's ARN, which moto in-process does not answer): both serve
+    every call."""
     connection = pynamodb_connection(model)
     with _clients_lock:
         client = _clients.get(connection)
         if client is None:
-            config = botocore.config.Config(connect_timeout=connection._connect_timeout_seconds,
-                                            read_timeout=connection._read_timeout_seconds,
-                                            retries={"mode": "standard"})
+            settings: Dict[str, Any] = {"connect_timeout": connection._connect_timeout_seconds,
+                                        "read_timeout": connection._read_timeout_seconds,
+                                        "retries": {"mode": "standard"}}
+            try:
+                config = botocore.config.Config(account_id_endpoint_mode="disabled", **settings)
+            except TypeError:  # a botocore before account-based endpoints: the region's is the only one
+                config = botocore.config.Config(**settings)
             client = _clients[connection] = connection.session.create_client(
                 "dynamodbstreams", connection.region, endpoint_url=connection.host, config=config)
         return client

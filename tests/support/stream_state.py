@@ -7,8 +7,8 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence
 
 from pynamodb_counters.streams import StreamResult, count_stream
+from pynamodb_counters.testing import lambda_event, stream_records
 from tests.support.stream_models import Board, DailyPins, Folder, Note, Pin
-from tests.support.stream_records import lambda_event, read_stream
 
 BOARDS = ["BOARD#b1", "BOARD#b2", "BOARD#b3"]
 
@@ -23,12 +23,12 @@ def boards(*pks: str) -> None:
 
 def stream(after: Optional[str] = None) -> List[Dict[str, Any]]:
     """The Boards stream's records (after the sequence number ``after``), as GetRecords returns them."""
-    return read_stream("Boards", after=after)
+    return stream_records(Board, after=after)
 
 
 def count(records: Sequence[Dict[str, Any]]) -> StreamResult:
     """``count_stream`` on ``records``, as a Lambda on the stream receives them."""
-    return count_stream(lambda_event(records, "Boards"), models=[Pin, Note])
+    return count_stream(lambda_event(records, Board), models=[Pin, Note])
 
 
 def recount(pk: str) -> Dict[str, Any]:
