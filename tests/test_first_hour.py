@@ -158,3 +158,15 @@ def test_the_shipped_stream_reader_delivers_what_was_written_since_the_last_deli
     assert count_stream(second, models=[Pin]).error is None
     board = Board.get("BOARD#b1", "META", consistent_read=True)
     assert (board.pin_count, board.stars) == (1, 0)
+
+
+def test_a_results_repr_says_what_was_counted_skipped_left_out_and_floored() -> None:
+    Board(pk="BOARD#b1", sk="META").save()
+    Pin(pk="BOARD#b1", sk="PIN#u1").save()
+    Pin(pk="BOARD#b2", sk="PIN#u1").save()  # its board does not exist
+    result = count_stream(lambda_event(stream_records(Board), Board), models=[Pin])
+    unknown = sum(1 for skipped in result.skipped if skipped.reason.name == "UNKNOWN")  # the boards' own records
+    assert unknown and result.missing and result.counted
+    assert repr(result) == (f"StreamResult(counted={len(result.counted)}, skipped={{UNKNOWN: {unknown}}}, "
+                            f"missing={len(result.missing)}, floored=0, updates={result.updates}, failure=None)")
+    assert "batchItemFailures" not in repr(result)

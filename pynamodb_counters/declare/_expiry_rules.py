@@ -87,10 +87,12 @@ def check_expiries(owner: type, where: str, expiries: Optional[str]) -> None:
         _check_marker_key(owner, where, attributes, "expiries='stream'", "Each expiry taken off", MARKER)
 
 
-def check_record_markers(model: type, where: str) -> None:
+def check_record_markers(model: type, where: str, declaring: bool = False) -> None:
     """Refuse to count a stream record of ``model`` with a marker (a child counted from the stream into a parent
     outside its partition, ``where``) where its table cannot hold one that expires: ``model`` has no
-    ``TTLAttribute`` (markers would never expire), or its key cannot hold a marker's.
+    ``TTLAttribute`` (markers would never expire), or its key cannot hold a marker's. Checked at a record's count,
+    and, ``declaring``, when a relation whose parent is in another table is declared (all of its children are
+    outside their parent's partition: ``model``'s attributes are read from its namespace).
 
     :raises ConfigurationError: saying what to declare.
     """
@@ -104,7 +106,7 @@ def check_record_markers(model: type, where: str) -> None:
             f"Declare one on {model.__name__} (such as expires_at = TTLAttribute(null=True): a child without a time "
             f"never expires) and enable TTL on that attribute of the table; or store the children "
             f"in their parent's partition (their hash key is the parent's), or count the relation with "
-            f"counting='transaction'. Nothing was written for this record")
+            f"counting='transaction'." + ("" if declaring else " Nothing was written for this record"))
     _check_marker_key(model, where, attributes, needs, "Each stream record counted", STREAM_MARKER)
 
 

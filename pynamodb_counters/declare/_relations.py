@@ -63,7 +63,7 @@ from .._write_results import CounterChange
 from ..exceptions import ChildValueError, ConfigurationError, ConfigurationWarning, ParentKeyError
 from ._attributes import CounterField
 from ._counted import counted_classes, forget_specs, note_declared, require_mixin, same_class
-from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries
+from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries, check_record_markers
 from ._feeder_ids import check_feeder_id, feeder_entry
 from ._identity import compile_identity, related, told_apart_when_declared
 from ._shards import check_shardable, choose_shard
@@ -608,6 +608,8 @@ def check_declaration(relation: Any, owner: Type[Any], name: str) -> None:
         _check_neighbours(relation, owner, name, attributes)
     if relation.counting == STREAM:
         _check_told_apart(relation, owner, where, attributes)
+        if _table_of(relation.parent_model) != _table_of(owner):  # every child outside its parent's partition
+            check_record_markers(owner, where, declaring=True)
     if relation.counting == STREAM or relation.expiries == STREAM:
         _warn_without_images(relation, owner, where)
 

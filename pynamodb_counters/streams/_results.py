@@ -88,6 +88,21 @@ class ExpiryResult(Dict[str, Any]):
         self.consumed_capacity = tuple(consumed_capacity)
         self.error = error
 
+    def __repr__(self) -> str:
+        """What was taken off, skipped (by reason) and left out, and the failure Lambda is told of."""
+        failure = self["batchItemFailures"][0]["itemIdentifier"] if self["batchItemFailures"] else None
+        error = "" if self.error is None else f", error={type(self.error).__name__}"
+        return (f"ExpiryResult(counted={len(self.counted)}, skipped={_reasons(self.skipped)}, gone={len(self.gone)}, "
+                f"failure={failure!r}{error})")
+
+
+def _reasons(skipped: Sequence[Skipped]) -> str:
+    """How many records were skipped for each reason: ``{UNKNOWN: 2, REPEATED: 1}``."""
+    counts: Dict[str, int] = {}
+    for record in skipped:
+        counts[record.reason.name] = counts.get(record.reason.name, 0) + 1
+    return "{" + ", ".join(f"{name}: {count}" for name, count in counts.items()) + "}"
+
 
 class StreamResult(Dict[str, Any]):
     """What :func:`count_stream` did. As a dict it is the partial batch response Lambda reads:
@@ -133,3 +148,12 @@ class StreamResult(Dict[str, Any]):
         self.consumed_capacity = tuple(consumed_capacity)
         self.expiries = expiries
         self.error = error
+
+    def __repr__(self) -> str:
+        """What was counted, skipped (by reason), left out and floored, and the failure Lambda is told of:
+        ``StreamResult(counted=3, skipped={UNKNOWN: 2}, missing=0, floored=0, updates=2, failure=None)``."""
+        failure = self["batchItemFailures"][0]["itemIdentifier"] if self["batchItemFailures"] else None
+        error = "" if self.error is None else f", error={type(self.error).__name__}"
+        return (f"StreamResult(counted={len(self.counted)}, skipped={_reasons(self.skipped)}, "
+                f"missing={len(self.missing)}, floored={len(self.floored)}, updates={self.updates}, "
+                f"failure={failure!r}{error})")
