@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 import pynamodb_counters
 from pynamodb_counters import exceptions
 from pynamodb_counters.cli.demo import run
+from pynamodb_counters.testing import ServedMoto
 
 
 def test_public_names_are_exactly_all() -> None:
@@ -50,7 +53,25 @@ def test_demo_tells_the_likes_story() -> None:
     assert "(4 changes, one transaction of 3 actions): 0/0, 1/1" in text and "soft-deleted: 0/0, 0/0" in text
     assert "dee refused (LimitExceededError: players holds 3, limit 3), nothing written" in text
     assert "a week of them in one Query: [1, 2, 3, 1, 2, 3, 1]" in text
+    assert re.search(r"a batch of \d+ records: 2 counted in 1 UpdateItem, .*: like_tally = 2\n", text)
+    assert "the same batch again (Lambda retries it after a timeout): 0 counted, like_tally = 2" in text
+    assert "audit while a third like waits: 0 drifted (stored 2: the waiting like is not drift)" in text
+    assert "the next batch: 1 counted, like_tally = 3" in text
     assert max(len(line) for line in lines) <= 100  # the transaction is shown one field a line, not as wide JSON
+
+
+@pytest.mark.served
+def test_the_demo_runs_again_against_an_endpoint_that_keeps_its_tables(served_engine: ServedMoto) -> None:
+    """Against a real endpoint the tables stay: a second run tells the same story, the first run's records in the
+    stream left to that run."""
+    served_engine.reset()
+    try:
+        for _ in range(2):
+            lines: list[str] = []
+            assert run(endpoint_url=served_engine.endpoint_url, out=lines.append) == 0, "\n".join(lines)
+            assert "the next batch: 1 counted, like_tally = 3" in lines[-1]
+    finally:
+        served_engine.reset()
 
 
 def test_the_command_line_runs_the_demo_and_rejects_bad_usage() -> None:

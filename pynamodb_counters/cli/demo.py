@@ -12,7 +12,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.constants import COUNT
+from pynamodb.constants import COUNT, STREAM_NEW_AND_OLD_IMAGE
 from pynamodb.models import Model
 
 from .. import signals
@@ -22,6 +22,8 @@ from ..declare._relations import counted_by
 from ..exceptions import ConfigurationError, DuplicateChildError, LimitExceededError
 from ..models import CounterMixin
 from ..reconcile import audit, repair
+from ..streams import count_stream
+from ..testing.streams import StreamReader
 from ..transactions import CountedTransaction
 
 __all__ = ["run"]
@@ -109,6 +111,34 @@ def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, ..
     return models
 
 
+def stream_models(table: str, host: Optional[str], region: str) -> Tuple[Any, ...]:
+    """A ``Photo`` and its ``PhotoLike``, counted from the stream of ``table`` (``counting="stream"``): a like is a
+    plain PutItem, whoever writes it, and :func:`~pynamodb_counters.streams.count_stream` counts it."""
+
+    class Photo(CounterMixin, Model):
+        class Meta:
+            table_name = table
+            stream_view_type = STREAM_NEW_AND_OLD_IMAGE
+
+        pk = UnicodeAttribute(hash_key=True)  # "PHOTO#b7e1"
+        sk = UnicodeAttribute(range_key=True)  # "META"
+        like_tally = CounterField()
+
+    class PhotoLike(CounterMixin, Model):
+        class Meta:
+            table_name = table
+            stream_view_type = STREAM_NEW_AND_OLD_IMAGE
+
+        pk = UnicodeAttribute(hash_key=True)  # the photo's "PHOTO#b7e1"
+        sk = UnicodeAttribute(range_key=True)  # "LIKE#USER#7c20"
+        photo = counted_by(Photo.like_tally, key=lambda like: (like.pk, "META"), prefix="LIKE#", counting="stream")
+
+    for model in (Photo, PhotoLike):
+        meta: Any = model.Meta
+        meta.host, meta.region = host, region
+    return Photo, PhotoLike
+
+
 @contextlib.contextmanager
 def embedded_backend() -> Iterator[None]:
     """moto's in-process DynamoDB, with dummy credentials that never leave this process."""
@@ -164,7 +194,9 @@ def run(endpoint_url: Optional[str] = None, region: str = "us-east-1", table: st
         changing = comments_story(Post, Comment, post_id, out)
         admitting = game_story(Game, Player, out)
         rolling = rollup_story(DailyHearts, Heart, post_id, out)
-        return 0 if exact and changing and admitting and rolling and reconcile_story(Post, Like, post_id, out) else 1
+        reconciled = reconcile_story(Post, Like, post_id, out)
+        streamed = stream_story(*stream_models(f"{table}Stream", endpoint_url, region), out)
+        return 0 if exact and changing and admitting and rolling and reconciled and streamed else 1
 
 
 def game_story(Game: Any, Player: Any, out: Callable[[str], Any]) -> bool:
@@ -251,6 +283,46 @@ def reconcile_story(Post: Any, Like: Any, post_id: str, out: Callable[[str], Any
         out(f"  {n:,} likes of ~200 bytes: the Query reads {read_units(n * 200, consistent=False):g} RCU, "
             f"the GetItem {read_units(400, consistent=False):g} (eventually consistent)")
     return report.drift_count == 1 and [r.status for r in repairs] == ["repaired"] and clean.drift_count == 0
+
+
+def stream_story(Photo: Any, PhotoLike: Any, out: Callable[[str], Any]) -> bool:
+    """Counting from the stream: likes written as plain items (one by another service, through its own client),
+    counted by the handler a Lambda function on the stream would run; a batch delivered twice; an audit while a like
+    waits for the function."""
+    if not Photo.exists():
+        Photo.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    stream = StreamReader(Photo)  # what the function's event source mapping reads: records since its checkpoint
+    stream.pending()  # earlier runs' records, against a kept table, are not this story's
+    table = Photo.Meta.table_name
+    photo_id = f"PHOTO#{uuid.uuid4().hex[:4]}"
+    key = (photo_id, "META")
+    Photo(pk=photo_id, sk="META").save()
+    out(f"counting from the stream ({table}, NEW_AND_OLD_IMAGES; counting=\"stream\"): {photo_id}")
+    PhotoLike(pk=photo_id, sk="LIKE#USER#7c20").save()
+    out("  our app's like: one plain PutItem (1 WCU), nothing counted yet")
+    client = PhotoLike._get_connection().connection.client  # another service's writer, which knows no library
+    client.put_item(TableName=table, Item={"pk": {"S": photo_id}, "sk": {"S": "LIKE#USER#19ab"}})
+    out("  another service's like: a raw PutItem of its own")
+    out("  the Lambda function on the stream: return count_stream(event, models=[PhotoLike])")
+
+    def tally() -> int:
+        return int(Photo.get(*key, consistent_read=True).like_tally)
+
+    batch = stream.pending()
+    first = count_stream(batch, models=[PhotoLike])  # the Lambda function's whole body
+    out(f"  a batch of {len(batch['Records'])} records: {len(first.counted)} counted in "
+        f"{first.updates} UpdateItem, {len(first.skipped)} skipped (the photo's own): like_tally = {tally()}")
+    again = count_stream(batch, models=[PhotoLike])
+    out(f"  the same batch again (Lambda retries it after a timeout): {len(again.counted)} counted, "
+        f"like_tally = {tally()}")
+    PhotoLike(pk=photo_id, sk="LIKE#USER#e004").save()
+    waiting = audit(Photo.like_tally, parents=[key])
+    out(f"  audit while a third like waits: {waiting.drift_count} drifted (stored {tally()}: the waiting like is "
+        f"not drift)")
+    last = count_stream(stream.pending(), models=[PhotoLike])
+    out(f"  the next batch: {len(last.counted)} counted, like_tally = {tally()}")
+    return ([len(first.counted), len(again.counted), len(last.counted)] == [2, 0, 1] and waiting.drift_count == 0
+            and not waiting.unverifiable and tally() == 3)
 
 
 def _show(field: str, value: Any, indent: str, out: Callable[[str], Any]) -> None:
