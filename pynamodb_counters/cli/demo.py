@@ -111,7 +111,7 @@ def social_models(table: str, host: Optional[str], region: str) -> Tuple[Any, ..
     return models
 
 
-def stream_models(table: str, host: Optional[str], region: str) -> Tuple[Any, ...]:
+def stream_models(table: str, host: Optional[str], region: str) -> Tuple[Any, Any]:
     """A ``Photo`` and its ``PhotoLike``, counted from the stream of ``table`` (``counting="stream"``): a like is a
     plain PutItem, whoever writes it, and :func:`~pynamodb_counters.streams.count_stream` counts it."""
 
