@@ -76,4 +76,16 @@ def create_app(config: Optional[Mapping[str, Any]] = None) -> Flask:
         models.post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         click.echo(f"created table {app.config['DYNAMODB_TABLE']}")
 
+    @app.cli.command("count-stream")
+    def count_stream_once() -> None:
+        """Give the stream handler every record of the table's stream, as a Lambda function would be given them
+        (to try the bookmarks without Lambda): records counted already are skipped, so running it again counts
+        only what is new."""
+        from pynamodb_counters.testing import StreamReader
+
+        from .stream import stream_handler
+
+        result = stream_handler(models)(StreamReader(models.post).pending())
+        click.echo(repr(result))
+
     return app

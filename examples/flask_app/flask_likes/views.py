@@ -28,6 +28,7 @@ from .models import (
     COMMENT_STATUSES,
     META,
     LikeModels,
+    bookmark_key,
     comment_id_of,
     comment_key,
     like_key,
@@ -100,16 +101,20 @@ def create_post(post_id: str) -> ResponseReturnValue:
     return _post_body(post_id, post), 201
 
 
+def _stored_post(post_id: str, **read: Any) -> Any:
+    """The post, read with one strongly consistent GetItem (``read``: more of its arguments); 404 if absent."""
+    Post = _models().post
+    try:
+        return Post.get(post_key(post_id), META, consistent_read=True, **read)
+    except Post.DoesNotExist:
+        abort(404, f"post {post_id} does not exist")
+
+
 @bp.get("/posts/<post_id>")
 def get_post(post_id: str) -> ResponseReturnValue:
     """The post's like and comment counts, read with one (strongly consistent) GetItem."""
     _check_ids(post_id=post_id)
-    Post = _models().post
-    try:
-        post = Post.get(post_key(post_id), META, consistent_read=True)
-    except Post.DoesNotExist:
-        abort(404, f"post {post_id} does not exist")
-    return _post_body(post_id, post)
+    return _post_body(post_id, _stored_post(post_id))
 
 
 @bp.get("/posts/<post_id>/like-count")
@@ -167,6 +172,32 @@ def unlike(post_id: str, user_id: str) -> ResponseReturnValue:
         abort(404, f"post {post_id} does not exist")
     return "", 204
 
+
+@bp.put("/posts/<post_id>/bookmarks/<user_id>")
+def bookmark(post_id: str, user_id: str) -> ResponseReturnValue:
+    """Bookmark: 202, the bookmark stored (again, if it was: idempotent) and counted from the stream once the
+    stream handler has run; 404 without post, nothing written."""
+    _check_ids(post_id=post_id, user_id=user_id)
+    _stored_post(post_id, attributes_to_get=["pk"])
+    _models().bookmark(pk=post_key(post_id), sk=bookmark_key(user_id), saved_at=int(time.time())).save()
+    return {"post_id": post_id, "user_id": user_id, "counted": "from the stream"}, 202
+
+
+@bp.delete("/posts/<post_id>/bookmarks/<user_id>")
+def unbookmark(post_id: str, user_id: str) -> ResponseReturnValue:
+    """Remove a bookmark: 202, counted from the stream; an absent bookmark is 202 too (nothing to remove, no
+    record, nothing counted)."""
+    _check_ids(post_id=post_id, user_id=user_id)
+    _models().bookmark(pk=post_key(post_id), sk=bookmark_key(user_id)).delete()
+    return {"post_id": post_id, "user_id": user_id, "counted": "from the stream"}, 202
+
+
+@bp.get("/posts/<post_id>/bookmark-count")
+def bookmark_count(post_id: str) -> ResponseReturnValue:
+    """The post's ``bookmark_count`` (one strongly consistent GetItem): the bookmarks the stream handler has
+    counted so far."""
+    _check_ids(post_id=post_id)
+    return {"post_id": post_id, "bookmarks": _stored_post(post_id).bookmark_count}
 
 
 def _comment_body(comment: Any) -> Dict[str, Any]:

@@ -10,9 +10,11 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from moto import mock_aws
+from pynamodb_counters.testing import StreamReader
 
 from flask_likes import create_app
-from flask_likes.models import COMMENT, LIKE_PREFIX, META, LikeModels
+from flask_likes.models import BOOKMARK_PREFIX, COMMENT, LIKE_PREFIX, META, LikeModels
+from flask_likes.stream import stream_handler
 
 # Dummy credentials, set before any client exists: nothing here may reach AWS.
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
@@ -69,16 +71,20 @@ def _counter(item: Dict[str, Any], name: str) -> int:
 
 
 def assert_counters_exact() -> None:
-    """Every post's stored ``like_tally`` equals the number of its like items, its ``comment_count`` the number of
-    its comments not soft-deleted, and its ``published_count`` the number of those published."""
+    """Every post's stored ``like_tally`` equals the number of its like items, its ``bookmark_count`` the number of
+    its bookmarks, its ``comment_count`` the number of its comments not soft-deleted, and its ``published_count``
+    the number of those published (the stream handler must have run for the bookmarks)."""
     items = table_items()
     posts = {item["pk"]["S"]: item for item in items if item["sk"]["S"] == META}
     likes = Counter(item["pk"]["S"] for item in items if item["sk"]["S"].startswith(LIKE_PREFIX))
+    bookmarks = Counter(item["pk"]["S"] for item in items if item["sk"]["S"].startswith(BOOKMARK_PREFIX))
     comments = [item for item in items if item["sk"]["S"] == COMMENT and "deleted_at" not in item]
     counted = Counter(f"POST#{item['post_id']['S']}" for item in comments)
     published = Counter(f"POST#{item['post_id']['S']}" for item in comments if item["status"]["S"] == "published")
-    assert set(likes) | set(counted) <= set(posts), "a like or a comment without its post"
+    assert set(likes) | set(bookmarks) | set(counted) <= set(posts), "a like, bookmark or comment without its post"
     assert {pk: _counter(post, "like_tally") for pk, post in posts.items()} == {pk: likes[pk] for pk in posts}
+    assert ({pk: _counter(post, "bookmark_count") for pk, post in posts.items()}
+            == {pk: bookmarks[pk] for pk in posts})
     assert {pk: _counter(post, "comment_count") for pk, post in posts.items()} == {pk: counted[pk] for pk in posts}
     assert ({pk: _counter(post, "published_count") for pk, post in posts.items()}
             == {pk: published[pk] for pk in posts})
@@ -88,12 +94,17 @@ def assert_counters_exact() -> None:
 def app(request: pytest.FixtureRequest) -> Iterator[Flask]:
     """An app on a fresh moto table; ``DUPLICATE_LIKE_STATUS`` from indirect parametrization (default 409).
 
-    After the test, every stored counter must equal the number of stored children it counts.
+    After the test, the stream handler is given the records it has not been given (as Lambda would deliver them),
+    and then every stored counter must equal the number of stored children it counts.
     """
     with mock_aws():
         app = create_app({**TEST_CONFIG, "DUPLICATE_LIKE_STATUS": getattr(request, "param", 409)})
-        app.extensions["likes_models"].post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        models: LikeModels = app.extensions["likes_models"]
+        models.post.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        stream = StreamReader(models.post)
         yield app
+        result = stream_handler(models)(stream.pending())
+        assert result["batchItemFailures"] == [], result.error
         assert_counters_exact()
 
 
