@@ -38,6 +38,7 @@ PAGES: Dict[str, str] = {
     "limits": "session",
     "rollups": "session",
     "sharding": "session",
+    "reconciliation": "session",
     "stream-counting": "apart",
     "expiring": "apart",
 }
