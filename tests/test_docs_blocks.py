@@ -19,8 +19,10 @@ A block preceded by an ``.. fragment: <why>`` comment is not run; the comment, i
 There are three: backfill's one block (a Spark job over the reader's Parquet files in S3;
 ``tests/test_backfill.py`` runs a copy of the recipe, marked ``spark``), auditing-at-scale's Spark audit (PySpark,
 Java, and S3 for its executors, which moto in-process does not serve; ``tests/test_export_spark.py`` runs the
-engine), and expiring's ``GetRecords`` loop (the reading of the stream, the reader's own, is elided). The cli,
-benchmarks, changelog, api, guarantees and index pages have no Python block.
+engine), and expiring's ``GetRecords`` loop (the reading of the stream, the reader's own, is elided). The cli
+page's blocks (the files of its "Trying the commands locally" recipe) run in ``tests/test_cli_locally.py``, beside
+moto's server started as the recipe starts it (``ELSEWHERE``). The benchmarks, changelog, api, guarantees and index
+pages have no Python block.
 """
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ PAGES: Dict[str, str] = {
     "stream-counting": "apart",
     "expiring": "apart",
 }
+ELSEWHERE: Dict[str, str] = {"cli": "tests/test_cli_locally.py"}
 DIRECTIVE = re.compile(r"^( *)\.\. code-block:: python\s*$")
 FRAGMENT = re.compile(r"^ *\.\. fragment: \S")
 
@@ -124,7 +127,8 @@ def app(tmp_path: Path, models: str) -> None:
 
 
 def test_every_page_with_a_python_block_not_marked_a_fragment_is_run() -> None:
-    assert {path.stem for path in DOCS.glob("*.rst") if runnable(path.stem)} == set(PAGES)
+    assert {path.stem for path in DOCS.glob("*.rst") if runnable(path.stem)} == set(PAGES) | set(ELSEWHERE)
+    assert all((DOCS.parent / test).exists() for test in ELSEWHERE.values())
 
 
 @pytest.mark.parametrize("page", ["quickstart"] + [page for page, mode in PAGES.items() if mode == "apart"])
