@@ -1,5 +1,5 @@
 """What is published (issue 37): the sdist is a tree that tests itself, the wheel holds the package alone, both
-carry PEP 639 metadata.
+carry PEP 639 metadata, and Read the Docs builds the docs as ``tox -e docs`` does.
 
 The sdist and the wheel are built offline, as ``python -m build`` makes them (the sdist from a copy of this tree,
 the wheel from the unpacked sdist), with the setuptools of this environment (the ``test`` extra's, at the
@@ -7,6 +7,7 @@ build-system's floor), never downloading one: a copy, so that the build leaves n
 """
 from __future__ import annotations
 
+import configparser
 import email.parser
 import importlib.metadata
 import os
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Set
 
 import pytest
+import yaml  # PyYAML: moto's s3 and server extras bring it
 from packaging.version import Version
 
 import pynamodb_counters
@@ -117,7 +119,7 @@ def assert_the_published_metadata(fields: Message) -> None:
 @pytest.mark.slow
 def test_the_sdist_holds_a_tree_whose_quick_tests_pass(sdist: Path, tmp_path: Path) -> None:
     """The sdist holds the tests with their support modules, conftest and the files they read (docs, toxfile.py,
-    tox.ini), no cache; from the unpacked tree, every test module imports and a part of the
+    tox.ini, .readthedocs.yaml), no cache; from the unpacked tree, every test module imports and a part of the
     quick suite passes, against the package in that tree."""
     tree = unpacked(sdist, tmp_path / "unpacked")
     held = files_under(tree)
@@ -125,7 +127,7 @@ def test_the_sdist_holds_a_tree_whose_quick_tests_pass(sdist: Path, tmp_path: Pa
     for folder in WHOLE:
         missing = {name for name in copied if name.startswith(f"{folder}/")} - held
         assert not missing, f"the sdist lacks these files of {folder}/: {sorted(missing)}"
-    assert {"tox.ini", "toxfile.py", "tests/conftest.py",
+    assert {"tox.ini", "toxfile.py", ".readthedocs.yaml", "docs/requirements.txt", "tests/conftest.py",
             "tests/support/__init__.py", "LICENSE", "README.md", "pyproject.toml", "PKG-INFO"} <= held
     assert not [name for name in held if "__pycache__" in name or name.endswith(".pyc")]
     assert_the_published_metadata(metadata((tree / "PKG-INFO").read_text(encoding="utf-8")))
@@ -165,3 +167,27 @@ def test_the_wheel_holds_the_package_alone(sdist: Path, tmp_path: Path) -> None:
     assert "[console_scripts]\npynamodb-counters = pynamodb_counters.cli:main" in entry_points
     assert "[pytest11]\npynamodb_counters = pynamodb_counters.pytest_plugin" in entry_points
 
+
+def test_read_the_docs_builds_the_docs_as_tox_does() -> None:
+    """``.readthedocs.yaml`` and tox's ``docs`` env: the same Python, the package installed without extras, the
+    same requirements file (which exists and names Sphinx), the same configuration, and warnings as errors."""
+    settings = yaml.safe_load((ROOT / ".readthedocs.yaml").read_text(encoding="utf-8"))
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini", encoding="utf-8")
+    docs = tox["testenv:docs"]
+    assert settings["version"] == 2
+    assert docs["basepython"] == f"python{settings['build']['tools']['python']}"
+
+    installs = settings["python"]["install"]
+    assert {"method": "pip", "path": "."} in installs  # no extra_requirements
+    assert docs.get("skip_install", "false") == "false" and docs["extras"].strip() == ""
+    (requirements,) = [entry["requirements"] for entry in installs if "requirements" in entry]
+    assert docs["deps"].split() == ["-r", requirements]
+    assert [line.split(">")[0].split("=")[0].split("<")[0] for line in (ROOT / requirements).read_text().splitlines()
+            if line and not line.startswith("#")] == ["sphinx"]
+
+    assert settings["sphinx"]["configuration"] == "docs/conf.py"
+    assert settings["sphinx"]["fail_on_warning"] is True and settings["sphinx"].get("builder", "html") == "html"
+    (command,) = docs["commands"].split("\n")[1:]  # the value starts on the line after ``commands =``
+    assert command.split()[:5] == ["sphinx-build", "-W", "--keep-going", "-b", "html"]
+    assert command.split()[5] == str(Path(settings["sphinx"]["configuration"]).parent)
