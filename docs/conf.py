@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "_ext
 import pynamodb_counters  # noqa: E402
 
 project = "pynamodb-counters"
-author = "pynamodb-counters contributors"
-copyright = "pynamodb-counters contributors"
+author = "The pynamodb-counters developers"  # as the package's metadata says (pyproject.toml)
+copyright = "The pynamodb-counters developers"
 version = pynamodb_counters.__version__
 release = pynamodb_counters.__version__
 

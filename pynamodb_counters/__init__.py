@@ -2,7 +2,10 @@
 pynamodb-counters: exact reference counters for PynamoDB models.
 
 Declare a :class:`CounterField` on the parent model and a :func:`counted_by` relation on the child model; from
-then on ``child.save()`` and ``child.delete()`` keep the counters exact, each in one DynamoDB transaction.
+then on ``child.save()`` and ``child.delete()`` keep the counters exact, each in one DynamoDB transaction. A
+relation may be counted from the table's stream instead (``counting="stream"``, :mod:`pynamodb_counters.streams`),
+children are written in bulk with :func:`bulk_write`, and :func:`audit` and :func:`repair` check and mend counters
+without losing the writes that land meanwhile.
 
 Everything a user needs is importable from here; the errors are in :mod:`pynamodb_counters.exceptions`, the
 signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_counters.testing`.

@@ -137,6 +137,6 @@ def test_the_public_import_paths_work() -> None:
 
     assert callable(main) and audit is pynamodb_counters.audit and repair is pynamodb_counters.repair
     assert callable(count_expiries) and Backend and ServedMoto and assert_counters_exact
-    setup = (Path(__file__).parents[1] / "setup.cfg").read_text()
-    assert "pynamodb-counters = pynamodb_counters.cli:main" in setup
-    assert "pynamodb_counters = pynamodb_counters.pytest_plugin" in setup
+    project = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert 'pynamodb-counters = "pynamodb_counters.cli:main"' in project
+    assert 'pynamodb_counters = "pynamodb_counters.pytest_plugin"' in project
