@@ -9,7 +9,6 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any, List, Tuple
 
@@ -107,9 +106,9 @@ def test_a_relation_counted_with_amount_on_models_made_inside_a_function_is_refu
     with pytest.raises(ExportError, match=r"^Vote\.board counts with when= or amount=, functions of the loaded Vote: "
                                           r"the worker processes reading the export load its models by their module "
                                           r"and name, and tests\.test_export_workers\.made_models\.<locals>\.Board "
-                                          r"cannot be imported so \(a class made inside a function\?\)\. Declare "
-                                          r"the models at the top level of a module, or audit with workers=1 to read "
-                                          r"the export in this process$"):
+                                          r"cannot be imported so \(a class made inside a function, or in an "
+                                          r"interactive session\?\)\. Declare the models at the top level of a "
+                                          r"module, or audit with workers=1 to read the export in this process$"):
         audit(Board.weight, export=export, workers=2)
     report = audit(Board.weight, export=export, workers=1)
     assert [(drift.key, drift.stored, drift.actual) for drift in report.drifts] == [(("BOARD#1", "META"), 6, 7)]
@@ -159,6 +158,12 @@ def main():
 '''
 
 
+def raised(stderr: str) -> str:
+    """The line of a script's standard error naming the error that ended it (``multiprocessing``'s resource
+    tracker may warn after it, of the semaphores the workers' aborted pools left)."""
+    return next((line for line in stderr.splitlines() if line.startswith("pynamodb_counters.exceptions.")), stderr)
+
+
 def run_script(directory: Path, call: str) -> subprocess.CompletedProcess[str]:
     script = directory / "count_boards.py"
     script.write_text(SCRIPT.format(directory=str(directory / "exports"), call=call))
@@ -173,9 +178,22 @@ def test_models_of_a_guarded_main_script_are_audited_on_several_workers(tmp_path
 def test_a_main_script_auditing_at_its_top_level_is_told_to_guard_it(tmp_path: Path) -> None:
     done = run_script(tmp_path, "main()")
     assert done.returncode == 1 and done.stdout == ""
-    message = textwrap.dedent(done.stderr).strip().splitlines()[-1]
+    message = raised(done.stderr)
     assert message.startswith("pynamodb_counters.exceptions.ExportError: a worker process of the local engine ended "
                               "before its task did"), done.stderr
     assert (f"The workers are started by {_engines.START_METHOD} and import the script that called the audit again "
             f'(__main__): a script that audits at its top level must do it under if __name__ == "__main__": (else '
             f"each worker runs it again). Or pass workers=1 to read in this process") in message
+
+
+def test_models_of_an_interactive_main_counted_with_amount_are_refused_naming_the_fix(tmp_path: Path) -> None:
+    """``python -c``, a REPL, a notebook: no worker runs their ``__main__`` again, so none could find the models."""
+    code = SCRIPT.format(directory=str(tmp_path / "exports"), call="main()")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert raised(done.stderr) == (
+        "pynamodb_counters.exceptions.ExportError: Vote.board counts with when= or amount=, functions of the loaded "
+        "Vote: the worker processes reading the export load its models by their module and name, and "
+        "__main__.Board cannot be imported so (a class made inside a function, or in an interactive session?). "
+        "Declare the models at the top level of a module, or audit with workers=1 to read the export in this "
+        "process")

@@ -3,6 +3,9 @@ What a table export says of one counter, item by item: each parent's stored tota
 items) and the children its relations count into it, with the meaning of the live audit (``_audit_rules``). Pure,
 no I/O: the export's data files are read elsewhere, and any number of them are tallied apart and merged
 (by partition: :func:`merge_partitions`), so the same computation runs on this machine's cores or on Spark.
+What tallying one data file needs (:class:`FileCounting`) is plain values, which pickle without the models: the
+processes reading the files import a model only to load the children of a relation counted with ``when=`` or
+``amount=`` (:class:`LoadedRelation`).
 
 The live audit reads with DynamoDB's conditions (a Scan filtered by the parent model's ``audit_filter()``, a
 Query of a parent's partition under a relation's prefix, filtered by the classes it counts); here the same
@@ -131,7 +134,7 @@ class LoadedRelation:
     (their module and name, which the process unpickling it imports), and its place among the counter's feeders.
 
     :raises ExportError: when pickled, a model that cannot be imported by its module and name (a class made inside
-      a function).
+      a function; one of an interactive session's, a notebook's ``__main__``).
     """
 
     def __init__(self, relation: Relation, index: int, feeders: int) -> None:
@@ -146,8 +149,8 @@ class LoadedRelation:
                     f"{_named(relation)} counts with when= or amount=, functions of the loaded "
                     f"{relation.child_model.__name__}: the worker processes reading the export load its models by "
                     f"their module and name, and {model.__module__}.{model.__qualname__} cannot be imported so (a "
-                    f"class made inside a function?). Declare the models at the top level of a module, or audit "
-                    f"with workers=1 to read the export in this process")
+                    f"class made inside a function, or in an interactive session?). Declare the models at the top "
+                    f"level of a module, or audit with workers=1 to read the export in this process")
         return _loaded_relation, (relation.counter.model, relation.counter.name, relation.child_model, self.index,
                                   self.feeders)
 
@@ -163,11 +166,25 @@ def _loaded_relation(model: Any, name: str, child: Any, index: int, count: int) 
 
 
 def _importable(model: Any) -> bool:
-    """Whether ``model`` is found again by its module and qualified name, as pickle finds a class."""
+    """Whether ``model`` is found again by its module and qualified name, as pickle finds a class, in a worker
+    started by ``forkserver`` or ``spawn``: one of ``__main__`` only where the worker runs ``__main__`` again."""
+    if model.__module__ == "__main__" and not _main_run_again():
+        return False
     found = sys.modules.get(model.__module__)
     for part in model.__qualname__.split("."):
         found = getattr(found, part, None)
     return found is model
+
+
+def _main_run_again() -> bool:
+    """Whether a worker started by ``forkserver`` or ``spawn`` runs this process's ``__main__`` again, as
+    ``multiprocessing`` prepares it: a script (by its file), a module run with ``-m`` (by its name), but not a
+    package's ``__main__``, nor an interactive session's, a notebook's or ``python -c``'s, which have neither."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return bool(name != "__main__" and not name.endswith(".__main__"))
+    return getattr(main, "__file__", None) is not None
 
 
 class ChildRule(NamedTuple):
