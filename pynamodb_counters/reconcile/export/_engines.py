@@ -16,10 +16,12 @@ results cross processes, so they pickle.
 On the local engine the work is pickled once and sent with each task to worker processes started by
 ``forkserver`` (``spawn`` where the platform has no ``forkserver``: Windows), never forked from the caller's process,
 whose other threads may hold a lock when it forks. A worker is a fresh interpreter that imports what it unpickles,
-and first, as any worker of ``multiprocessing`` started so, the caller's ``__main__`` script (its code under
-``if __name__ == "__main__":`` does not run again there). On Spark, PySpark pickles the work and its closure
-(cloudpickle) for the executors, which must be able to import the models and this package. A library error raised
-by the work (:class:`~pynamodb_counters.exceptions.CounterError`) reaches the caller as itself on both engines.
+and first, as any worker of ``multiprocessing`` started so, the caller's ``__main__`` where it is a script or a
+module run with ``-m`` (its code under ``if __name__ == "__main__":`` does not run again there). The fork server
+imports this package once, and the workers fork from it with it imported. On Spark, PySpark pickles the work and
+its closure (cloudpickle) for the executors, which must be able to import the models and this package. A library
+error raised by the work (:class:`~pynamodb_counters.exceptions.CounterError`) reaches the caller as itself on both
+engines.
 
 PySpark is never imported here: the caller builds the session (the library never creates one) and it is used
 through its ``sparkContext`` alone.
@@ -140,7 +142,8 @@ def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[
     ``work`` is pickled once, before any process starts, and sent with each task: it must pickle (a function or a
     class of a module's top level, an instance of one; not a closure), and whatever it pickles by reference must be
     importable in the workers, which import the caller's ``__main__`` script too (its code outside
-    ``if __name__ == "__main__":`` runs again there).
+    ``if __name__ == "__main__":`` runs again there; a module run with ``-m`` likewise, not a package's
+    ``__main__``, an interactive session's nor ``python -c``'s).
 
     An error raised by ``work`` is raised here as itself; the tasks not yet started are cancelled.
 
