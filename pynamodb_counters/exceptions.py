@@ -407,7 +407,10 @@ class ExportError(CounterError):
     corrupt gzip, an MD5 or an item count that differs from the manifests, a data file listed twice, a line that is
     not ``{"Item": {...}}``; or it is the export of another table of the live table's name (another account, region
     or ``TableId``: ``export_of_copy=True`` audits a copy on purpose); or, for a counter fed from the stream, it was
-    taken 24 hours ago or more (the records waiting then have left the stream).
+    taken 24 hours ago or more (the records waiting then have left the stream). On the local engine, also: a
+    relation counted with ``when=`` or ``amount=`` whose models the worker processes cannot import by their module
+    and name (made inside a function), or a worker process that ended before its task (a script auditing at its top
+    level, outside ``if __name__ == "__main__":``).
     The message names the file (or the table) and says what to do; nothing was reported.
     """
 

@@ -3,9 +3,11 @@ per data file, merged as they come) or a Spark job on the caller's session (``"s
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import operator
 import os
 import threading
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, List, Sequence, Tuple
@@ -15,10 +17,6 @@ import pytest
 from pynamodb_counters.exceptions import ConfigurationError, InvalidArgumentError
 from pynamodb_counters.reconcile.export import _engines
 from pynamodb_counters.reconcile.export._engines import Task, run, run_local, run_spark
-
-# pytest-xdist's workers run a thread of their own (execnet's): forking one, Python 3.12+ warns that the fork copies
-# that thread's locks. The work here takes none of them.
-pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 
 #: what a task's work returns here: items per data file, and where it ran (process id, thread id)
 Tally = Tuple["Counter[str]", frozenset]
@@ -74,16 +72,52 @@ def failing(task: Task) -> Tally:
 
 
 def test_the_local_engine_counts_every_data_file_once_in_worker_processes() -> None:
-    unpicklable = threading.Lock()  # held by the work's closure: the workers inherit it, nothing pickles it
-
-    def work(task: Task) -> Tally:
-        with unpicklable:
-            return count_items(task)
-
-    result = run_local(toy_tasks(), work, merge, EMPTY, workers=2)
+    result = run_local(toy_tasks(), count_items, merge, EMPTY, workers=2)
     assert counts(result) == EXPECTED
     processes = {pid for pid, _ in result[1]}
     assert os.getpid() not in processes and 1 <= len(processes) <= 2
+
+
+def test_the_workers_are_never_forked_from_this_process() -> None:
+    """A fork copies the locks other threads hold as they are: the workers start from a fresh interpreter."""
+    assert _engines.START_METHOD == ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                                     else "spawn")
+    assert _engines.CONTEXT.get_start_method() == _engines.START_METHOD
+
+
+def test_a_pool_started_beside_another_thread_warns_of_no_fork() -> None:
+    """Python 3.12+ warns when a process with several threads forks (on earlier versions nothing warns, and the
+    test above is the guard)."""
+    stop = threading.Event()
+    waiting = threading.Thread(target=stop.wait)
+    waiting.start()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = run_local(toy_tasks(), count_items, merge, EMPTY, workers=2)
+    finally:
+        stop.set()
+        waiting.join()
+    assert counts(result) == EXPECTED
+    assert [str(warning.message) for warning in caught if "fork" in str(warning.message)] == []
+
+
+def test_work_that_does_not_pickle_is_refused_before_any_worker_starts() -> None:
+    unpicklable = threading.Lock()  # held by the work's closure: neither pickles
+    ran: List[Task] = []
+
+    def work(task: Task) -> Tally:
+        with unpicklable:
+            ran.append(task)
+            return count_items(task)
+
+    with pytest.raises(InvalidArgumentError, match=r"^the work of the local engine is pickled for its worker "
+                                                   r"processes \(started by (forkserver|spawn)\), and .* does not "
+                                                   r"pickle .*: make it a function or class of a module's top level, "
+                                                   r"or pass workers=1 to run it in this process$"):
+        run_local(toy_tasks(), work, merge, EMPTY, workers=2)
+    assert ran == []
+    assert counts(run_local(toy_tasks(), work, merge, EMPTY, workers=1)) == EXPECTED  # in this process
 
 
 def test_one_task_or_one_worker_runs_in_this_process() -> None:
@@ -96,14 +130,6 @@ def test_one_task_or_one_worker_runs_in_this_process() -> None:
 def test_the_local_engine_uses_the_machines_cores_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert run_local(toy_tasks(), count_items, merge, EMPTY)[1] == frozenset({(os.getpid(), threading.get_ident())})
-
-
-def test_without_fork_the_local_engine_runs_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_engines, "FORK", None)  # a platform without the fork start method
-    result = run_local(toy_tasks(), count_items, merge, EMPTY, workers=2)
-    assert counts(result) == EXPECTED
-    assert {pid for pid, _ in result[1]} == {os.getpid()}
-    assert threading.get_ident() not in {thread for _, thread in result[1]}
 
 
 @pytest.mark.parametrize("workers", [1, 2])

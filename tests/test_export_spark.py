@@ -14,8 +14,7 @@ from pynamodb_counters.exceptions import ExportError
 from tests.support.export_models import TABLE_MODELS
 from tests.test_export_audit import COUNTERS, activity, drifts, export_for, exports, plant
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("dynamodb"),
-              pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("dynamodb")]
 
 
 @pytest.fixture

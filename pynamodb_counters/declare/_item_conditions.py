@@ -5,6 +5,8 @@ from the others of its table (``_identity``), a parent model's ``audit_filter()`
 (A relation's ``when=`` is a function of the loaded child, not a condition: its callers call it.)
 
 :func:`matcher` turns a PynamoDB condition into a function of a raw item, once; the function runs on every item.
+It is made in two steps, :func:`compiled` (the condition as plain values, which pickle for a worker process) and
+:func:`matcher_of` (the function of those values).
 A condition that cannot be evaluated on an item alone (a nested path, ``size()``, a comparison of two attributes)
 is refused when the matcher is made, not when it runs.
 """
@@ -32,52 +34,85 @@ from pynamodb.expressions.operand import Path, Value
 
 from ..exceptions import ConfigurationError, CounterError
 
-__all__ = ["Item", "matcher"]
+__all__ = ["Item", "ItemRule", "compiled", "matcher", "matcher_of"]
 
 Item = Dict[str, Any]
 """One raw item, as an export's data file holds it: ``{"pk": {"S": "POST#a91f"}, "likes": {"N": "3"}, ...}``."""
 
 
+ItemRule = Tuple[Any, ...]
+"""A condition compiled to plain values (:func:`compiled`), picklable: ``("and", rule, rule)``, ``("or", ...)``,
+``("not", rule)``, else ``(operator, attribute name, operands)``, each operand a typed value (``("S", "META")``)."""
+
+_OPERATORS: Tuple[Tuple[type, str], ...] = (
+    (Exists, "exists"), (NotExists, "not_exists"), (IsType, "is_type"), (BeginsWith, "begins_with"),
+    (Contains, "contains"), (Between, "between"), (In, "in"))
+
+
 def matcher(condition: Condition, what: str, error: Type[CounterError] = ConfigurationError
             ) -> Callable[[Mapping[str, Any]], bool]:
-    """A function telling whether a raw item meets ``condition`` (a PynamoDB condition), as DynamoDB would.
+    """A function telling whether a raw item meets ``condition`` (a PynamoDB condition), as DynamoDB would:
+    :func:`matcher_of` the condition :func:`compiled`.
 
     :param error: what a condition this cannot evaluate raises.
     :raises CounterError: ``error``, for a condition this cannot evaluate on an item (a nested path, ``size()``),
       naming ``what``.
     """
+    return matcher_of(compiled(condition, what, error))
+
+
+def compiled(condition: Condition, what: str, error: Type[CounterError] = ConfigurationError) -> ItemRule:
+    """``condition`` (a PynamoDB condition) as plain values, which pickle without the models or PynamoDB's
+    objects: what a worker process is given to build its :func:`matcher_of`.
+
+    :raises CounterError: as :func:`matcher`.
+    """
     if isinstance(condition, (And, Or)):
-        first, second = (matcher(part, what, error) for part in condition.values)
-        if isinstance(condition, And):
+        return ("and" if isinstance(condition, And) else "or",
+                *(compiled(part, what, error) for part in condition.values))
+    if isinstance(condition, Not):
+        return "not", compiled(condition.values[0], what, error)
+    name = _name(condition.values[0], what, error)
+    operands = tuple(_operand(value, what, error) for value in condition.values[1:])
+    operator = next((named for kind, named in _OPERATORS if isinstance(condition, kind)), None)
+    if operator is None and isinstance(condition, Comparison):
+        operator = condition.operator
+    if operator is None:
+        raise error(f"{what} is a condition ({condition}) that cannot be evaluated on an item alone here")
+    return operator, name, operands
+
+
+def matcher_of(rule: ItemRule) -> Callable[[Mapping[str, Any]], bool]:
+    """The function of a raw item that a :func:`compiled` condition is, made once: it runs on every item."""
+    if rule[0] in ("and", "or"):
+        first, second = matcher_of(rule[1]), matcher_of(rule[2])
+        if rule[0] == "and":
             return lambda item: first(item) and second(item)
         return lambda item: first(item) or second(item)
-    if isinstance(condition, Not):
-        inner = matcher(condition.values[0], what, error)
+    if rule[0] == "not":
+        inner = matcher_of(rule[1])
         return lambda item: not inner(item)
-    name = _name(condition.values[0], what, error)
-    operands = [_operand(value, what, error) for value in condition.values[1:]]
-    if isinstance(condition, Exists):
+    operator, name, operands = rule
+    if operator == "exists":
         return lambda item: name in item
-    if isinstance(condition, NotExists):
+    if operator == "not_exists":
         return lambda item: name not in item
-    if isinstance(condition, IsType):
+    if operator == "is_type":
         kind = operands[0][1]
         return lambda item: name in item and next(iter(item[name])) == kind
-    if isinstance(condition, BeginsWith):
+    if operator == "begins_with":
         prefix = operands[0]
         return lambda item: _begins(_typed(item.get(name)), prefix)
-    if isinstance(condition, Contains):
+    if operator == "contains":
         part = operands[0]
         return lambda item: _contains(item.get(name), part)
-    if isinstance(condition, Between):
+    if operator == "between":
         low, high = operands
         return lambda item: _compare(item.get(name), low, ">=") and _compare(item.get(name), high, "<=")
-    if isinstance(condition, In):
+    if operator == "in":
         return lambda item: any(_compare(item.get(name), each, "=") for each in operands)
-    if isinstance(condition, Comparison):
-        operator, value = condition.operator, operands[0]
-        return lambda item: _compare(item.get(name), value, operator)
-    raise error(f"{what} is a condition ({condition}) that cannot be evaluated on an item alone here")
+    value = operands[0]
+    return lambda item: _compare(item.get(name), value, operator)
 
 
 def _name(operand: Any, what: str, error: Type[CounterError]) -> str:

@@ -19,8 +19,8 @@ from ..declare._spec import check_feeder_ids, feeders_of
 from ..exceptions import ChildValueError, ConfigurationError, InvalidArgumentError, ParentKeyError
 from ..write._items import StoredNumber, count_of
 
-__all__ = ["Uncountable", "audited", "counted_child", "expired", "loaded_feeders",
-           "shares_partitions", "sum_stored"]
+__all__ = ["Uncountable", "audited", "counted_child", "expired", "expired_at", "loaded_feeders",
+           "shares_partitions", "sum_stored", "ttl_name"]
 
 
 class Uncountable(Exception):
@@ -75,11 +75,22 @@ def expired(model: Any, item: Dict[str, Any]) -> bool:
     """Whether ``item`` is past the time its model's ``TTLAttribute`` holds: DynamoDB deletes such items within
     days. Only a rollup bucket (a parent created by its first count) that expired is outside drift: no write
     counts into it any more."""
-    for attribute in model.get_attributes().values():
-        if isinstance(attribute, TTLAttribute):
-            expires = count_of(item, attribute.attr_name)
-            return expires is not None and expires <= time.time()
-    return False
+    return expired_at(ttl_name(model), item)
+
+
+def ttl_name(model: Any) -> Optional[str]:
+    """The stored name of ``model``'s ``TTLAttribute``, ``None`` when it has none."""
+    return next((attribute.attr_name for attribute in model.get_attributes().values()
+                 if isinstance(attribute, TTLAttribute)), None)
+
+
+def expired_at(name: Optional[str], item: Dict[str, Any]) -> bool:
+    """Whether ``item`` is past the time its attribute ``name`` holds (:func:`expired`, from the attribute's stored
+    name alone: a worker process reading an export is given that, not the model)."""
+    if name is None:
+        return False
+    expires = count_of(item, name)
+    return expires is not None and expires <= time.time()
 
 
 def sum_stored(values: Sequence[Optional[StoredNumber]]) -> Optional[StoredNumber]:

@@ -34,7 +34,7 @@ from ...exceptions import ExportError, InvalidArgumentError
 from .._audit_rules import audited
 from .._reports import AuditReport, Drift
 from .._stream_proof import latest_records
-from ._counts import ExportCounting, Findings, Partition, Tally, merge_partitions
+from ._counts import ExportCounting, FileCounting, Findings, Partition, Tally, merge_partitions
 from ._engines import ENGINES, Task, run_by_key
 from ._files import Export, open_export, table_place
 
@@ -111,7 +111,7 @@ def audit_export(counter: CounterField, locations: Sequence[str], verify: Verify
         if progress is not None:
             progress(ExportProgress(items[0], files, items[1]))
 
-    findings = run_by_key(engine, tasks, _ReadFile(counting), merge_partitions, _Judge(counting), Findings.merge,
+    findings = run_by_key(engine, tasks, _ReadFile(counting.file), merge_partitions, _Judge(counting), Findings.merge,
                           Findings(0, ()), spark=spark, workers=workers, done=done)
     read = sum(file.items for export in exports for file in export.files)
     candidates = tuple(sorted((Drift(counting.model, f.key, str(counter.name), f.stored, f.actual)
@@ -229,26 +229,22 @@ def _latest_records(counting: ExportCounting, exports: Sequence[Export]) -> Dict
 
 
 class _ReadFile:
-    """One task's work: a data file's items, read and tallied by partition. It pickles as the names of what it
-    counts (the counter's model and attribute, the child models feeding it), so that a worker process or a Spark
-    executor rebuilds it from the models it imports."""
+    """One task's work: a data file's items, read and tallied by partition. It pickles as what reading a file needs
+    (``_counts.FileCounting``: plain values), so that a worker process or a Spark executor imports no model
+    but those of the relations counted with ``when=`` or ``amount=``."""
 
-    def __init__(self, counting: ExportCounting) -> None:
+    def __init__(self, counting: FileCounting) -> None:
         self.counting = counting
 
     def __call__(self, task: Task) -> Tally:
         export, file = task
         return self.counting.tally(export.table, export.read(file))
 
-    def __getstate__(self) -> Tuple[Any, ...]:
-        return _state(self.counting)
-
-    def __setstate__(self, state: Tuple[Any, ...]) -> None:
-        self.counting = _rebuilt(state)
-
 
 class _Judge:
-    """A whole partition's findings; pickles as :class:`_ReadFile` does, with the streams' last records."""
+    """A whole partition's findings (judged in the caller's process on the local engine, on the executors on
+    Spark): it pickles as the names of what it counts (the counter's model and attribute, the child models feeding
+    it), with the streams' last records, so that an executor rebuilds it from the models it imports."""
 
     def __init__(self, counting: ExportCounting) -> None:
         self.counting = counting

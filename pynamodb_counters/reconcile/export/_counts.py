@@ -3,6 +3,9 @@ What a table export says of one counter, item by item: each parent's stored tota
 items) and the children its relations count into it, with the meaning of the live audit (``_audit_rules``). Pure,
 no I/O: the export's data files are read elsewhere, and any number of them are tallied apart and merged
 (by partition: :func:`merge_partitions`), so the same computation runs on this machine's cores or on Spark.
+What tallying one data file needs (:class:`FileCounting`) is plain values, which pickle without the models: the
+processes reading the files import a model only to load the children of a relation counted with ``when=`` or
+``amount=`` (:class:`LoadedRelation`).
 
 The live audit reads with DynamoDB's conditions (a Scan filtered by the parent model's ``audit_filter()``, a
 Query of a parent's partition under a relation's prefix, filtered by the classes it counts); here the same
@@ -10,6 +13,7 @@ conditions are evaluated on each raw item (``_conditions``).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
@@ -17,7 +21,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, O
 from ..._keys import ParentKey, as_returned, key_attributes
 from ...declare._attributes import CounterField
 from ...declare._expiry_rules import STREAM
-from ...declare._item_conditions import Item, matcher
+from ...declare._item_conditions import Item, ItemRule, compiled, matcher_of
 from ...declare._relations import Relation
 from ...declare._spec import identity_of
 from ...declare._stored_names import FEEDER_SEPARATOR, FEEDERS, MARKER, SHARD, stream_mark_name
@@ -25,14 +29,17 @@ from ...exceptions import ExportError
 from ...write._items import StoredNumber, stored_number
 from .._audit_rules import (
     Uncountable,
+    audited,
     counted_child,
-    expired,
+    expired_at,
     loaded_feeders,
     shares_partitions,
     sum_stored,
+    ttl_name,
 )
 
-__all__ = ["ExportCounting", "Finding", "Findings", "Partition", "Share", "Tally", "merge_partitions"]
+__all__ = ["ChildRule", "ExportCounting", "FileCounting", "Finding", "Findings", "LoadedRelation", "Partition", "Share",
+           "Tally", "merge_partitions"]
 
 Typed = Tuple[str, Any]
 """One raw typed value, hashable: ``("S", "POST#a91f")``."""
@@ -118,8 +125,91 @@ class _Children:
     hash_name: str
     range_name: str
     prefix: str
-    counted: Optional[Callable[[Item], bool]]  # the classes it counts, in a polymorphic model
-    conditional: bool  # counted with when= or amount=: each child is loaded to be counted
+    counted: Optional[ItemRule]  # the classes it counts, in a polymorphic model, compiled
+
+
+class LoadedRelation:
+    """A relation counted with ``when=`` or ``amount=``, functions of the loaded child: a process that counts its
+    children needs the models themselves. It pickles as its counter's model and its child model, by reference
+    (their module and name, which the process unpickling it imports), and its place among the counter's feeders.
+
+    :raises ExportError: when pickled, a model that cannot be imported by its module and name (a class made inside
+      a function; one of an interactive session's, a notebook's ``__main__``).
+    """
+
+    def __init__(self, relation: Relation, index: int, feeders: int) -> None:
+        self.relation, self.index, self.feeders = relation, index, feeders
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        relation = self.relation
+        model: Any
+        for model in (relation.counter.model, relation.child_model):
+            if not _importable(model):
+                raise ExportError(
+                    f"{_named(relation)} counts with when= or amount=, functions of the loaded "
+                    f"{relation.child_model.__name__}: the worker processes reading the export load its models by "
+                    f"their module and name, and {model.__module__}.{model.__qualname__} cannot be imported so (a "
+                    f"class made inside a function, or in an interactive session?). Declare the models at the top "
+                    f"level of a module, or audit with workers=1 to read the export in this process")
+        return _loaded_relation, (relation.counter.model, relation.counter.name, relation.child_model, self.index,
+                                  self.feeders)
+
+
+def _loaded_relation(model: Any, name: str, child: Any, index: int, count: int) -> LoadedRelation:
+    """A :class:`LoadedRelation` unpickled: the relation found again among the counter's feeders (``child``'s
+    module, which declares it, is imported by then)."""
+    feeders = audited(model.get_attributes()[name])[1]
+    if len(feeders) != count or feeders[index].child_model is not child:
+        raise ExportError(f"{count} relations feed {model.__name__}.{name} where the audit started, {len(feeders)} "
+                          f"in this worker: make the modules declaring them importable here")
+    return LoadedRelation(feeders[index], index, count)
+
+
+def _importable(model: Any) -> bool:
+    """Whether ``model`` is found again by its module and qualified name, as pickle finds a class, in a worker
+    started by ``forkserver`` or ``spawn``: one of ``__main__`` only where the worker runs ``__main__`` again."""
+    if model.__module__ == "__main__" and not _main_run_again():
+        return False
+    found = sys.modules.get(model.__module__)
+    for part in model.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is model
+
+
+def _main_run_again() -> bool:
+    """Whether a worker started by ``forkserver`` or ``spawn`` runs this process's ``__main__`` again, as
+    ``multiprocessing`` prepares it: a script (by its file), a module run with ``-m`` (by its name), but not a
+    package's ``__main__``, nor an interactive session's, a notebook's or ``python -c``'s, which have neither."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return bool(name != "__main__" and not name.endswith(".__main__"))
+    return getattr(main, "__file__", None) is not None
+
+
+class ChildRule(NamedTuple):
+    """How a data file's items are told to be children of one relation, and what each adds: plain values."""
+
+    table: str
+    hash_name: str
+    range_name: str
+    prefix: str
+    counted: Optional[ItemRule]
+    """What tells the relation's classes from the others of its model's table (:func:`compiled`), ``None`` for
+    every item under the prefix."""
+    loaded: Optional[LoadedRelation]
+    """A relation counted with ``when=`` or ``amount=``: each child is loaded and given to them; ``None`` for a
+    relation whose children each count one."""
+
+
+class _Child(NamedTuple):
+    """A :class:`ChildRule` as the hot loop reads it: its condition made a function."""
+
+    hash_name: str
+    range_name: str
+    prefix: str
+    counted: Optional[Callable[[Item], bool]]
+    loaded: Optional[LoadedRelation]
 
 
 class ExportCounting:
@@ -148,22 +238,19 @@ class ExportCounting:
             counted = identity_of(child).condition  # the items of its model alone
             self.children.append(_Children(relation, child.Meta.table_name, child_keys[0].attr_name,
                                            child_keys[-1].attr_name, relation.prefix,
-                                           None if counted is None else matcher(counted, _named(relation), ExportError),
-                                           relation.conditional))
+                                           None if counted is None else compiled(counted, _named(relation),
+                                                                                 ExportError)))
         needs: Dict[str, List[str]] = {self.parent_table: [f"{model.__name__}.{counter.name}"]}
         for found in self.children:
             needs.setdefault(found.table, []).append(_named(found.relation))
         self.tables: Dict[str, Tuple[str, ...]] = {table: tuple(names) for table, names in needs.items()}
         audit_filter = model.audit_filter()
-        self.parent_filter = None if audit_filter is None else \
-            matcher(audit_filter, f"{model.__name__}.audit_filter()", ExportError)
+        parent_filter = None if audit_filter is None else \
+            compiled(audit_filter, f"{model.__name__}.audit_filter()", ExportError)
         # children stored beside their parents under a prefix are never parents (as a Scan audit leaves them out)
-        self.beside = tuple(found.prefix for found in self.children
-                            if found.table == self.parent_table and len(self.key_names) > 1)
-        self.entry = f"{counter.attr_name}{FEEDER_SEPARATOR}"
-        # the attribute names the hot loop reads, once (PynamoDB's attr_name is a property)
-        self.counter_name, self.shard_name, self.feeds_name = counter.attr_name, SHARD.attr_name, FEEDERS.attr_name
-        self.rollup = any(relation.create_parent for relation in feeders)
+        beside = tuple(found.prefix for found in self.children
+                       if found.table == self.parent_table and len(self.key_names) > 1)
+        rollup = any(relation.create_parent for relation in feeders)
         self.loaded = frozenset(loaded_feeders(counter))
         self.shared_partitions = any(shares_partitions(found.relation) for found in self.children)
         # fed from the stream: a parent is compared at its marks, and records after them may have waited when the
@@ -173,14 +260,100 @@ class ExportCounting:
         self.latest: Optional[Dict[str, str]] = None
         """The last record of each partition in the streams of the tables of the relations fed from the stream
         (``_stream_proof.latest_records``), read before the export's partitions are judged."""
+        self.file = FileCounting(
+            self.parent_table, self.key_names, key_prefix, parent_filter, beside,
+            (counter.attr_name, SHARD.attr_name, FEEDERS.attr_name, f"{counter.attr_name}{FEEDER_SEPARATOR}"),
+            self.marks, ttl_name(model) if rollup else None,
+            tuple(ChildRule(found.table, found.hash_name, found.range_name, found.prefix, found.counted,
+                            LoadedRelation(found.relation, index, len(feeders)) if found.relation.conditional
+                            else None)
+                  for index, found in enumerate(self.children)))
+        """What reading one data file needs (plain values, but the relations counted with ``when=`` or
+        ``amount=``): what travels to the processes that read them."""
 
-    # -- one data file -------------------------------------------------------------------------------------------
+    def tally(self, table: str, items: Iterable[Item]) -> Tally:
+        """What ``items`` (raw, from an export of ``table``) say of the counter, by partition
+        (:meth:`FileCounting.tally`)."""
+        return self.file.tally(table, items)
+
+    # -- one whole partition -------------------------------------------------------------------------------------
+    def findings(self, partition: Partition) -> Findings:
+        """What the export says of the parents of one partition, every data file's share of it merged."""
+        children, parents, shards, uncountable = partition
+        if not parents:
+            return _NO_FINDINGS
+        # a partition whose children cannot all be counted, or whose several parents all count every child under
+        # the prefix: nominated, and the live audit (which reads each child) decides
+        undecided = uncountable is not None or (len(parents) > 1 and self.shared_partitions)
+        found: List[Finding] = []
+        for raw, (stored_raw, feeds, gone, mark) in parents.items():
+            if gone:  # a rollup past its TTL: no write counts into it any more
+                continue
+            own = sorted((index, each) for (parent, index), each in (shards or {}).items() if parent == raw)
+            values: List[Optional[StoredNumber]] = [_stored(stored_raw)]
+            values.extend(_stored(each[0]) for _, each in own)
+            stored = sum_stored(values)
+            unloaded = feeds.union(*(each[1] for _, each in own)) - self.loaded
+            waited = mark is not None and self._waited(raw, min([mark] + [each[3] or "" for _, each in own]))
+            if unloaded:
+                found.append(Finding(self._key(raw), stored, None, tuple(sorted(unloaded))))
+            elif undecided or waited:
+                found.append(Finding(self._key(raw), stored, None))
+            elif stored != children:
+                found.append(Finding(self._key(raw), stored, children))
+        return Findings(len(parents), tuple(found))
+
+    def _waited(self, raw: RawKey, mark: str) -> bool:
+        """Whether records after ``mark`` (a parent's oldest, ``""`` for none) are in its partition's stream: they
+        may have waited for the handler when the export was taken, so the export does not show the children at
+        the marks."""
+        if self.latest is None:
+            raise ExportError("the streams of a counter fed from the stream are read before its export is judged")
+        kind, value = raw[0]
+        latest = self.latest.get(value if kind == "S" else str(Decimal(value).normalize()) if kind == "N" else "")
+        return latest is not None and latest > mark
+
+    def _key(self, raw: RawKey) -> ParentKey:
+        return tuple(attribute.deserialize(attribute.get_value(as_returned({"v": {kind: value}})["v"]))
+                     for attribute, (kind, value) in zip(key_attributes(self.model), raw))
+
+
+class FileCounting:
+    """What reading one data file of an export needs of an :class:`ExportCounting`, the hot loop of an audit from
+    an export: the parent table's key names, the counter's stored names, prefixes, compiled conditions
+    (:func:`compiled`), a rule per relation (:class:`ChildRule`). Plain values: it pickles small, and a process
+    given it builds it again without importing the models, but for the relations counted with ``when=`` or
+    ``amount=`` (:class:`LoadedRelation`).
+
+    :param names: the counter's stored name, the shard index's, the feeder ids', and the counter's entry prefix in
+      the feeder ids.
+    :param expiring: the stored name of the parent's ``TTLAttribute`` where the counter has rollups (a parent past
+      it is outside drift), else ``None``.
+    """
+
+    def __init__(self, parent_table: str, key_names: Tuple[str, ...], key_prefix: Optional[str],
+                 parent_filter: Optional[ItemRule], beside: Tuple[str, ...], names: Tuple[str, str, str, str],
+                 marks: Tuple[str, ...], expiring: Optional[str], children: Tuple[ChildRule, ...]) -> None:
+        self._given = (parent_table, key_names, key_prefix, parent_filter, beside, names, marks, expiring, children)
+        self.parent_table, self.key_names, self.key_prefix, self.beside = parent_table, key_names, key_prefix, beside
+        self.parent_filter = None if parent_filter is None else matcher_of(parent_filter)
+        self.counter_name, self.shard_name, self.feeds_name, self.entry = names
+        self.marks, self.expiring, self.rules = marks, expiring, children
+        self._children: Dict[str, List[_Child]] = {}
+        for rule in children:
+            self._children.setdefault(rule.table, []).append(_Child(
+                rule.hash_name, rule.range_name, rule.prefix,
+                None if rule.counted is None else matcher_of(rule.counted), rule.loaded))
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return FileCounting, self._given
+
     def tally(self, table: str, items: Iterable[Item]) -> Tally:
         """What ``items`` (raw, from an export of ``table``) say of the counter, by partition: the hot loop of an
         export audit, run once per item."""
         result: Tally = {}
         parent = self._parent if table == self.parent_table else None
-        children = [found for found in self.children if found.table == table]
+        children = self._children.get(table, [])
         child = self._child
         sorts = {found.range_name for found in children}
         if len(sorts) != 1:  # no relation reads this table's items (or they differ in sort key): each in turn
@@ -231,9 +404,9 @@ class ExportCounting:
         feeds = frozenset(entry[len(self.entry):] for entry in recorded
                           if entry.startswith(self.entry)) if recorded else _NO_FEEDS
         mark = min(str((item.get(name) or {}).get("S", "")) for name in self.marks) if self.marks else None
-        return (None if value is None else value.get("N"), feeds, self.rollup and expired(self.model, item), mark)
+        return (None if value is None else value.get("N"), feeds, expired_at(self.expiring, item), mark)
 
-    def _child(self, found: _Children, item: Item, result: Tally) -> None:
+    def _child(self, found: _Child, item: Item, result: Tally) -> None:
         sort = item.get(found.range_name)
         partition = item.get(found.hash_name)
         if not sort or not partition or not sort.get("S", "").startswith(found.prefix):
@@ -241,9 +414,9 @@ class ExportCounting:
         if found.counted is not None and not found.counted(item):
             return
         uncountable = None
-        if found.conditional:  # a conditional or sum counter reads its children, as PynamoDB loads them
+        if found.loaded is not None:  # a conditional or sum counter reads its children, as PynamoDB loads them
             try:
-                adds = counted_child(found.relation, item, None)
+                adds = counted_child(found.loaded.relation, item, None)
             except Uncountable as error:
                 adds, uncountable = 0, str(error)
         else:
@@ -257,47 +430,6 @@ class ExportCounting:
             else:
                 counted[CHILDREN] += adds
                 counted[UNCOUNTABLE] = counted[UNCOUNTABLE] or uncountable
-
-    # -- one whole partition -------------------------------------------------------------------------------------
-    def findings(self, partition: Partition) -> Findings:
-        """What the export says of the parents of one partition, every data file's share of it merged."""
-        children, parents, shards, uncountable = partition
-        if not parents:
-            return _NO_FINDINGS
-        # a partition whose children cannot all be counted, or whose several parents all count every child under
-        # the prefix: nominated, and the live audit (which reads each child) decides
-        undecided = uncountable is not None or (len(parents) > 1 and self.shared_partitions)
-        found: List[Finding] = []
-        for raw, (stored_raw, feeds, gone, mark) in parents.items():
-            if gone:  # a rollup past its TTL: no write counts into it any more
-                continue
-            own = sorted((index, each) for (parent, index), each in (shards or {}).items() if parent == raw)
-            values: List[Optional[StoredNumber]] = [_stored(stored_raw)]
-            values.extend(_stored(each[0]) for _, each in own)
-            stored = sum_stored(values)
-            unloaded = feeds.union(*(each[1] for _, each in own)) - self.loaded
-            waited = mark is not None and self._waited(raw, min([mark] + [each[3] or "" for _, each in own]))
-            if unloaded:
-                found.append(Finding(self._key(raw), stored, None, tuple(sorted(unloaded))))
-            elif undecided or waited:
-                found.append(Finding(self._key(raw), stored, None))
-            elif stored != children:
-                found.append(Finding(self._key(raw), stored, children))
-        return Findings(len(parents), tuple(found))
-
-    def _waited(self, raw: RawKey, mark: str) -> bool:
-        """Whether records after ``mark`` (a parent's oldest, ``""`` for none) are in its partition's stream: they
-        may have waited for the handler when the export was taken, so the export does not show the children at
-        the marks."""
-        if self.latest is None:
-            raise ExportError("the streams of a counter fed from the stream are read before its export is judged")
-        kind, value = raw[0]
-        latest = self.latest.get(value if kind == "S" else str(Decimal(value).normalize()) if kind == "N" else "")
-        return latest is not None and latest > mark
-
-    def _key(self, raw: RawKey) -> ParentKey:
-        return tuple(attribute.deserialize(attribute.get_value(as_returned({"v": {kind: value}})["v"]))
-                     for attribute, (kind, value) in zip(key_attributes(self.model), raw))
 
 
 def _shares(tally: Tally, hash_key: Typed, slot: int) -> Dict[Any, Share]:

@@ -13,10 +13,15 @@ result; ``merge(a, b)`` combines two partial results, whatever their order and g
 tasks finish), and may update ``a`` and return it, never ``b``; ``empty`` is what no tasks give. Tasks and partial
 results cross processes, so they pickle.
 
-On the local engine the work itself is never pickled: the worker processes are forked, and inherit the models,
-their lambdas and the work's closure. On Spark, PySpark pickles the work and its closure (cloudpickle) for the
-executors, which must be able to import the models and this package. A library error raised by the work
-(:class:`~pynamodb_counters.exceptions.CounterError`) reaches the caller as itself on both engines.
+On the local engine the work is pickled once and sent with each task to worker processes started by
+``forkserver`` (``spawn`` where the platform has no ``forkserver``: Windows), never forked from the caller's process,
+whose other threads may hold a lock when it forks. A worker is a fresh interpreter that imports what it unpickles,
+and first, as any worker of ``multiprocessing`` started so, the caller's ``__main__`` where it is a script or a
+module run with ``-m`` (its code under ``if __name__ == "__main__":`` does not run again there). The fork server
+imports this package once, and the workers fork from it with it imported. On Spark, PySpark pickles the work and
+its closure (cloudpickle) for the executors, which must be able to import the models and this package. A library
+error raised by the work (:class:`~pynamodb_counters.exceptions.CounterError`) reaches the caller as itself on both
+engines.
 
 PySpark is never imported here: the caller builds the session (the library never creates one) and it is used
 through its ``sparkContext`` alone.
@@ -28,14 +33,16 @@ import functools
 import gc
 import multiprocessing
 import os
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+import pickle
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from typing import Any, Callable, Dict, Generic, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from ...exceptions import CounterError, InvalidArgumentError
+from ...exceptions import CounterError, ExportError, InvalidArgumentError
 
-__all__ = ["ENGINES", "Task", "run", "run_by_key", "run_local", "run_spark"]
+__all__ = ["ENGINES", "START_METHOD", "Task", "run", "run_by_key", "run_local", "run_spark"]
 
 P = TypeVar("P")
 K = TypeVar("K")
@@ -48,12 +55,20 @@ Task = Tuple[Any, Any]
 ENGINES = ("local", "spark")
 """The engines :func:`run` knows."""
 
-FORK: Optional[BaseContext] = (multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods()
-                               else None)
-"""The ``fork`` start method, where the platform has it; elsewhere the local engine runs on threads."""
+START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+"""How the local engine starts its worker processes: ``forkserver`` where the platform has it (Linux, macOS), else
+``spawn`` (Windows). Never ``fork``: a fork copies the caller's other threads' locks as they are, and a worker could
+wait forever on one (Python 3.12 warns of it; 3.14 no longer forks by default)."""
 
-_WORK: Optional[Callable[[Task], Any]] = None
-"""The work of the pool this process is a worker of (set in each forked worker, never in the caller's process)."""
+CONTEXT: BaseContext = multiprocessing.get_context(START_METHOD)
+"""The ``multiprocessing`` context of :data:`START_METHOD`, the local engine's pools'."""
+
+_PRELOADED = "pynamodb_counters"
+"""What the fork server imports once before it starts: this package, PynamoDB and botocore, which each worker would
+import again otherwise (most of a second each)."""
+
+_WORK: Tuple[bytes, Optional[Callable[[Task], Any]]] = (b"", None)
+"""In a worker process: the pickled work of the tasks it last ran, and that work unpickled."""
 
 
 def run(engine: str, tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P, *,
@@ -121,16 +136,21 @@ def run_by_key(engine: str, tasks: Sequence[Task], work: Callable[[Task], Dict[K
 def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P,
               workers: Optional[int] = None, done: Optional[Callable[[Task], None]] = None) -> P:
     """Run ``work`` on every task on this machine's cores: one task per data file in a pool of ``workers``
-    processes (default: one per core), forked so that nothing but tasks and results is pickled (threads where the
-    platform cannot fork), each result merged as it comes. One task, or one worker, runs in this process.
+    processes (default: one per core) started by :data:`START_METHOD`, each result merged as it comes. One task, or
+    one worker, runs in this process, and nothing is pickled.
+
+    ``work`` is pickled once, before any process starts, and sent with each task: it must pickle (a function or a
+    class of a module's top level, an instance of one; not a closure), and whatever it pickles by reference must be
+    importable in the workers, which import the caller's ``__main__`` script too (its code outside
+    ``if __name__ == "__main__":`` runs again there; a module run with ``-m`` likewise, not a package's
+    ``__main__``, an interactive session's nor ``python -c``'s).
 
     An error raised by ``work`` is raised here as itself; the tasks not yet started are cancelled.
 
-    A fork copies the locks of the process's other threads as they are (Python 3.12 and later warn of it): run it
-    where no other thread may hold one the work needs, or with ``workers=1``.
-
     :param done: called in this process with each task, once its result is merged.
-    :raises InvalidArgumentError: ``workers`` is not a whole number of at least 1.
+    :raises InvalidArgumentError: ``workers`` is not a whole number of at least 1, or ``work`` does not pickle.
+    :raises ExportError: a worker process ended before its task did (the worker's own error, printed on its
+      standard error, says why), the tasks not yet started cancelled.
     """
     count = _worker_count(workers)
     if not tasks:
@@ -138,12 +158,21 @@ def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[
     with collection_paused():
         if len(tasks) == 1 or count == 1:
             return _merged(((task, work(task)) for task in tasks), merge, done)
-        pool, call = _pool(min(count, len(tasks)), work)
+        sent = _pickled(work)
+        _preload()
+        pool = ProcessPoolExecutor(min(count, len(tasks)), mp_context=CONTEXT)
         try:
-            futures: Dict[Future[P], Task] = {pool.submit(call, task): task for task in tasks}
+            futures: Dict[Future[P], Task] = {pool.submit(_adopted, sent, task): task for task in tasks}
             # each result is let go once merged: a data file's result can be as large as the export's parents
             return _merged(((futures.pop(future), future.result()) for future in as_completed(futures)), merge,
                            done)
+        except BrokenProcessPool as error:
+            raise ExportError(f"a worker process of the local engine ended before its task did ({error}); its own "
+                              f"error, printed on its standard error, says why. The workers are started by "
+                              f"{START_METHOD} and import the script that called the audit again (__main__): a "
+                              f"script that audits at its top level must do it under "
+                              f"if __name__ == \"__main__\": (else each worker runs it again). Or pass workers=1 "
+                              f"to read in this process", cause=error) from error
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -205,24 +234,46 @@ def _worker_count(workers: Optional[int]) -> int:
     return workers
 
 
-def _pool(workers: int, work: Callable[[Task], P]) -> Tuple[Executor, Callable[[Task], P]]:
-    """A pool of ``workers`` and what to submit to it: forked processes that inherit ``work``, else threads."""
-    if FORK is None:
-        return ThreadPoolExecutor(workers), work
-    return ProcessPoolExecutor(workers, mp_context=FORK, initializer=_adopt, initargs=(work,)), _adopted
+def _pickled(work: Callable[[Task], Any]) -> bytes:
+    """``work``, pickled for the workers: a library error its pickling raises (one naming what cannot travel, and
+    the fix) as itself.
+
+    :raises InvalidArgumentError: ``work`` does not pickle.
+    """
+    try:
+        return pickle.dumps(work, pickle.HIGHEST_PROTOCOL)
+    except CounterError:
+        raise
+    except Exception as error:  # PicklingError; AttributeError, TypeError for a local object or a lock
+        raise InvalidArgumentError(f"the work of the local engine is pickled for its worker processes (started by "
+                                   f"{START_METHOD}), and {work!r} does not pickle ({error}): make it a function or "
+                                   f"class of a module's top level, or pass workers=1 to run it in this process"
+                                   ) from error
 
 
-def _adopt(work: Callable[[Task], Any]) -> None:
-    """In a forked worker: keep the pool's work (inherited through the fork, never pickled)."""
+def _preload() -> None:
+    """Have ``multiprocessing``'s fork server import this package once, before it starts (nothing once it runs),
+    besides the modules the program asked it for (``multiprocessing.set_forkserver_preload``, whose list is read
+    where it is kept: where it cannot be read, nothing is changed). Its workers, forked from it, then start with
+    the package imported (whose import starts no thread)."""
+    if START_METHOD != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    preloaded = getattr(getattr(forkserver, "_forkserver", None), "_preload_modules", None)
+    if isinstance(preloaded, list) and _PRELOADED not in preloaded:
+        forkserver.set_forkserver_preload([*preloaded, _PRELOADED])
+
+
+def _adopted(sent: bytes, task: Task) -> Any:
+    """In a worker: run the pool's work (``sent``, pickled; unpickled once in each worker) on ``task``."""
     global _WORK
-    _WORK = work
-
-
-def _adopted(task: Task) -> Any:
-    """In a forked worker: run the pool's work on ``task``."""
-    assert _WORK is not None, "_adopted runs in a worker of run_local's pool only"
     with collection_paused():
-        return _WORK(task)
+        if _WORK[0] != sent:
+            _WORK = (sent, pickle.loads(sent))
+        work = _WORK[1]
+        assert work is not None
+        return work(task)
 
 
 def _spark_context(spark: Any) -> Any:
