@@ -4,8 +4,9 @@ beside a ``myapp`` package: the app a reader has built by then, whose ``models.p
 How a page is run follows how its reader pastes it (``PAGES``):
 
 * ``session``: the page is one story, told in one Python session (it says so). Its blocks run in order, in one
-  interpreter: the script is the page itself with every line outside a Python block blanked, so a traceback names
-  the page's own line. The first block that needs a backend starts moto, as the quickstart does. The quickstart,
+  interpreter whose ``__main__`` has no file, as a pasted session's (no ``if __name__ == "__main__":`` needed for
+  the export audit's workers): the code is the page itself with every line outside a Python block blanked, so a
+  traceback names the page's own line. The first block that needs a backend starts moto, as the quickstart does. The quickstart,
   modelling, children, limits, rollups, sharding, reconciliation, auditing-at-scale, signals, errors, cost and
   how-it-works pages.
 * ``apart``: the page's first block is the app's ``myapp/models.py`` (it says so), and each other block is a
@@ -110,7 +111,11 @@ def cases() -> List[object]:
     return found
 
 
+SESSION = "import sys; exec(compile(open(sys.argv[1]).read(), sys.argv[1], 'exec'))"  # as typed in a session
+
+
 def run(command: List[str], cwd: Path) -> None:
+    """Run ``command`` in ``cwd``, without AWS settings."""
     environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     environment["PYTHONWARNINGS"] = "error::UserWarning"  # a ConfigurationWarning is a wrong block
     environment.pop("PYTEST_XDIST_WORKER", None)
@@ -147,7 +152,9 @@ def test_the_python_blocks_of_each_page_run_as_pasted(page: str, block: Optional
         for each in blocks:
             lines[each.line - 1:each.line - 1 + each.code.count("\n")] = each.code.splitlines()
         script.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        run([sys.executable, str(script)], tmp_path)
+        # one session, as pasted: a __main__ without a file (python -c), which the export audit's workers do not
+        # run again (a script would need its guard: the page says so), the code compiled under the page's name
+        run([sys.executable, "-c", SESSION, str(script)], tmp_path)
     elif mode == "pytest" and "def test_" in block.code:
         (tmp_path / "conftest.py").write_text(blocks[0].code, encoding="utf-8")
         module = tmp_path / f"test_{page}_{block.line}.py"
