@@ -6,9 +6,9 @@ How a page is run follows how its reader pastes it (``PAGES``):
 * ``session``: the page is one story, told in one Python session (it says so). Its blocks run in order, in one
   interpreter whose ``__main__`` has no file, as a pasted session's (no ``if __name__ == "__main__":`` needed for
   the export audit's workers): the code is the page itself with every line outside a Python block blanked, so a
-  traceback names the page's own line. The first block that needs a backend starts moto, as the quickstart does. The quickstart,
-  modelling, children, limits, rollups, sharding, reconciliation, auditing-at-scale, signals, errors, cost and
-  how-it-works pages.
+  traceback names the page's own line. The first block that needs a backend starts moto, as the quickstart does.
+  The quickstart, modelling, children, limits, rollups, sharding, reconciliation, auditing-at-scale, signals,
+  errors, cost and how-it-works pages.
 * ``apart``: the page's first block is the app's ``myapp/models.py`` (it says so), and each other block is a
   file of that app (a Lambda handler, a test script): each runs alone, in a fresh interpreter. The
   stream-counting and expiring pages.
