@@ -67,8 +67,8 @@ _PRELOADED = "pynamodb_counters"
 """What the fork server imports once before it starts: this package, PynamoDB and botocore, which each worker would
 import again otherwise (most of a second each)."""
 
-_WORK: Tuple[bytes, Optional[Callable[[Task], Any]]] = (b"", None)
-"""In a worker process: the pickled work of the tasks it last ran, and that work unpickled."""
+_WORK: Optional[Callable[[Task], Any]] = None
+"""In a worker process: the work of its pool, unpickled once when the worker starts."""
 
 
 def run(engine: str, tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[[P, P], P], empty: P, *,
@@ -139,11 +139,11 @@ def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[
     processes (default: one per core) started by :data:`START_METHOD`, each result merged as it comes. One task, or
     one worker, runs in this process, and nothing is pickled.
 
-    ``work`` is pickled once, before any process starts, and sent with each task: it must pickle (a function or a
-    class of a module's top level, an instance of one; not a closure), and whatever it pickles by reference must be
-    importable in the workers, which import the caller's ``__main__`` script too (its code outside
-    ``if __name__ == "__main__":`` runs again there; a module run with ``-m`` likewise, not a package's
-    ``__main__``, an interactive session's nor ``python -c``'s).
+    ``work`` is pickled once, before any process starts, and unpickled once by each worker as it starts: it must
+    pickle (a function or a class of a module's top level, an instance of one; not a closure), and whatever it
+    pickles by reference must be importable in the workers, which import the caller's ``__main__`` script too (its
+    code outside ``if __name__ == "__main__":`` runs again there; a module run with ``-m`` likewise, not a
+    package's ``__main__``, an interactive session's nor ``python -c``'s).
 
     An error raised by ``work`` is raised here as itself; the tasks not yet started are cancelled.
 
@@ -160,9 +160,9 @@ def run_local(tasks: Sequence[Task], work: Callable[[Task], P], merge: Callable[
             return _merged(((task, work(task)) for task in tasks), merge, done)
         sent = _pickled(work)
         _preload()
-        pool = ProcessPoolExecutor(min(count, len(tasks)), mp_context=CONTEXT)
+        pool = ProcessPoolExecutor(min(count, len(tasks)), mp_context=CONTEXT, initializer=_adopt, initargs=(sent,))
         try:
-            futures: Dict[Future[P], Task] = {pool.submit(_adopted, sent, task): task for task in tasks}
+            futures: Dict[Future[P], Task] = {pool.submit(_adopted, task): task for task in tasks}
             # each result is let go once merged: a data file's result can be as large as the export's parents
             return _merged(((futures.pop(future), future.result()) for future in as_completed(futures)), merge,
                            done)
@@ -265,15 +265,17 @@ def _preload() -> None:
         forkserver.set_forkserver_preload([*preloaded, _PRELOADED])
 
 
-def _adopted(sent: bytes, task: Task) -> Any:
-    """In a worker: run the pool's work (``sent``, pickled; unpickled once in each worker) on ``task``."""
+def _adopt(sent: bytes) -> None:
+    """In a worker, as it starts: unpickle the pool's work (``sent``)."""
     global _WORK
+    _WORK = pickle.loads(sent)
+
+
+def _adopted(task: Task) -> Any:
+    """In a worker: run the pool's work on ``task``."""
+    assert _WORK is not None, "_adopted runs in a worker of run_local's pool only"
     with collection_paused():
-        if _WORK[0] != sent:
-            _WORK = (sent, pickle.loads(sent))
-        work = _WORK[1]
-        assert work is not None
-        return work(task)
+        return _WORK(task)
 
 
 def _spark_context(spark: Any) -> Any:
