@@ -66,6 +66,7 @@ __all__ = [
     "IdempotencyMismatchError",
     "InvalidArgumentError",
     "InvalidTransactionError",
+    "MissingExtraError",
     "LimitExceededError",
     "MissingChildError",
     "ParentKeyError",
@@ -122,6 +123,11 @@ class ConfigurationError(CounterError):
     """A ``CounterField`` or ``counted_by`` declaration cannot work."""
 
     msg = "invalid counter configuration"
+
+
+class MissingExtraError(ConfigurationError, ImportError):
+    """A call needs an optional extra that is not installed (the async methods need ``async``: aiobotocore); the
+    message names the install command."""
 
 
 class AmbiguousItemError(ConfigurationError):

@@ -104,7 +104,7 @@ def test_internal_modules_are_private_and_public_modules_list_only_public_names(
     package = Path(pynamodb_counters.__file__).parent
     public_modules = {"", "__main__", "bulk", "cli", "cli.demo", "declare", "exceptions", "feeders", "models",
                       "pytest_plugin", "reconcile", "reconcile.export", "resharding", "signals", "streams", "testing",
-                      "transactions", "write"}
+                      "transactions", "transport", "write"}
     found = {".".join(path.relative_to(package).with_suffix("").parts).replace("__init__", "").rstrip(".")
              for path in package.rglob("*.py")}
     assert {name for name in found if not any(part.startswith("_") and part != "__main__"
@@ -114,9 +114,10 @@ def test_internal_modules_are_private_and_public_modules_list_only_public_names(
         module = importlib.import_module(f"pynamodb_counters.{name}")
         assert [n for n, v in vars(module).items() if not n.startswith("_") and not isinstance(v, ModuleType)] \
             == [], f"{name} is a folder of internal modules"
-    # streams is imported as a module of its own (a Lambda's handler imports count_expiries from it)
+    # streams is imported as a module of its own (a Lambda's handler imports count_expiries from it), as is
+    # transport (its seam, for tests)
     for name in public_modules - {"", "__main__", "cli", "declare", "write", "reconcile.export", "cli.demo",
-                                  "pytest_plugin", "exceptions", "signals", "streams", "testing"}:
+                                  "pytest_plugin", "exceptions", "signals", "streams", "testing", "transport"}:
         module = importlib.import_module(f"pynamodb_counters.{name}")
         for exported in module.__all__:
             assert exported in pynamodb_counters.__all__, f"{name}.{exported} is exported but not public"
