@@ -142,3 +142,15 @@ def held_shapes_are_fresh() -> Iterator[None]:
     yield
     stale = [(model.__name__, held, fresh) for model, held, fresh in stale_shapes()]
     assert stale == [], stale
+
+
+@pytest.fixture
+def transactions() -> Iterator[Any]:
+    """The TransactWriteItems the test's writes send, seen through the transport seam: ``watch({n: other})``
+    counts afresh and runs ``other`` just before the n-th (``tests.support.client_hooks.BeforeTransactions``)."""
+    from pynamodb_counters.transport import intercepting
+    from tests.support.client_hooks import BeforeTransactions
+
+    seen = BeforeTransactions({})
+    with intercepting(seen):
+        yield seen

@@ -538,29 +538,18 @@ def test_repair_of_conditional_and_sum_counters_sets_what_the_children_add_up_to
         assert audit(counter, parents=parents).drifts == ()
 
 
-def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_is_created_meanwhile(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from pynamodb_counters.write import _commit
+def test_an_edit_sent_as_new_after_a_delete_becomes_an_edit_again_if_the_child_is_created_meanwhile() -> None:
+    from tests.support.client_hooks import before_transactions
 
     thread()
     message(words=2).save()
     mine = loaded()
     loaded().delete()  # deleted after mine was loaded: my edit is refused, learned as absent, sent as new
-    calls: List[int] = []
-    real_send = _commit.send
-
-    def send(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:  # between my edit's refusal and its create: another writer creates the message
-            monkeypatch.setattr(_commit, "send", real_send)
-            message(status="published", words=40).save()
-            monkeypatch.setattr(_commit, "send", send)
-        return real_send(*args, **kwargs)
-
-    monkeypatch.setattr(_commit, "send", send)
-    mine.words = 5
-    result = mine.save()  # refused as a duplicate, learned as an edit of what is stored now, sent again
-    assert len(calls) == 3 and result.attempts == 3
+    # between my edit's refusal and its create: another writer creates the message
+    with before_transactions({2: lambda: message(status="published", words=40).save()}) as sent:
+        mine.words = 5
+        result = mine.save()  # refused as a duplicate, learned as an edit of what is stored now, sent again
+    assert len(sent) == 3 and result.attempts == 3
     assert counts() == (1, 0, 5)  # the last save wins: a draft of 5 words, counted from the stored published one
     assert (loaded().status, loaded().words) == ("draft", 5)
 

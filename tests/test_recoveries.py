@@ -3,7 +3,7 @@ makes the refusal happen for real (another writer, a rollup expired, shard items
 recovery named, and only it, applied; then that the write landed as counted from what it learned."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 from botocore.exceptions import ClientError
@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from pynamodb_counters import RetryPolicy, bulk_save
 from pynamodb_counters.exceptions import ConditionFailedError, LimitExceededError, RetriesExhaustedError
 from pynamodb_counters.streams import count_expiries
-from pynamodb_counters.write import _commit
+from pynamodb_counters.transport import Call, Interceptor, intercepting
 from pynamodb_counters.write._actions import ParentUpdate
 from pynamodb_counters.write._recoveries import (
     BULK_RECOVERIES,
@@ -27,7 +27,7 @@ from pynamodb_counters.write._recoveries import (
     TakenOffAlready,
     next_token,
 )
-from tests.support.client_hooks import hooked
+from tests.support.client_hooks import BeforeTransactions, hooked
 from tests.support.factories import like, post, raw_client
 from tests.support.models import Clap, DailyClaps, Game, Invite, Message, Player, Show, Thread, Video, View
 
@@ -39,6 +39,16 @@ def applied(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
     """The names of the recoveries that applied, in the order the commit applied them."""
     names: List[str] = []
     for kind in {type(recovery) for recovery in BULK_RECOVERIES + MARKER_RECOVERIES}:
+        if kind.asks:  # a decision loop: its answer is what it returns
+
+            def steps(self: Any, countings: Any, cancelled: Any, _real: Callable[..., Any] = kind.steps) -> Any:
+                done = yield from _real(self, countings, cancelled)
+                if done:
+                    names.append(type(self).__name__)
+                return done
+
+            monkeypatch.setattr(kind, "steps", steps)
+            continue
 
         def spy(self: Any, countings: Any, cancelled: Any, _real: Callable[..., bool] = kind.recover) -> bool:
             done = _real(self, countings, cancelled)
@@ -48,24 +58,6 @@ def applied(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
 
         monkeypatch.setattr(kind, "recover", spy)
     yield names
-
-
-def sends(monkeypatch: pytest.MonkeyPatch, before: Dict[int, Callable[[], None]]) -> List[str]:
-    """The tokens of the TransactWriteItems the write under test sends; ``before[n]`` runs just before its n-th."""
-    tokens: List[str] = []
-    real = _commit.send
-
-    def send(*args: Any, **kwargs: Any) -> Any:
-        tokens.append(args[2])
-        other = before.get(len(tokens))
-        if other is not None:
-            monkeypatch.setattr(_commit, "send", real)
-            other()
-            monkeypatch.setattr(_commit, "send", send)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(_commit, "send", send)
-    return tokens
 
 
 def counts() -> tuple:
@@ -109,7 +101,7 @@ def test_a_commit_in_part_asks_its_own_recoveries_after_every_commit_s() -> None
     assert not any(recovery.new_transaction or recovery.capped for recovery in RECOVERIES)
 
 
-def test_a_stale_basis_is_learned_from_the_stored_child(applied: List[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stale_basis_is_learned_from_the_stored_child(applied: List[str], transactions: BeforeTransactions) -> None:
     Thread(pk="THREAD#t1", sk="META").save()
     Message(pk="MSG#1", sk="MSG", thread_id="THREAD#t1", words=10).save()
     mine = loaded()
@@ -119,7 +111,7 @@ def test_a_stale_basis_is_learned_from_the_stored_child(applied: List[str], monk
         other.status = "published"
         other.save()
 
-    tokens = sends(monkeypatch, {1: theirs})
+    tokens = transactions.watch({1: theirs})
     mine.words = 3
     result = mine.save()  # counted from draft, 10 words: refused, learned published, sent again
     assert applied == [StaleBasis.__name__] and len(tokens) == 2 and tokens[0] != tokens[1]
@@ -168,35 +160,37 @@ def test_a_stale_basis_counts_the_attempts_of_earlier_rounds(applied: List[str],
     assert counts() == ((1, 0, 3) if landed else (1, 1, 10))
 
 
-def test_retries_after_a_recovery_stop_at_the_write_s_max_attempts(applied: List[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retries_after_a_recovery_stop_at_the_write_s_max_attempts(applied: List[str]) -> None:
     # round 1 is refused at once (a stale copy); round 2 is throttled on every request: it may make only the
     # attempts round 1 left, and the error counts the write's requests, not the round's
     mine = stale_copy()
-    answer = throttled(100)
-    real = _commit.send
 
-    def send(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("made"):  # round 2 on: throttled
-            with hooked("before-send.dynamodb.TransactWriteItems", answer, Message):
-                return real(*args, **kwargs)
-        return real(*args, **kwargs)
+    class ThrottledAfterTheFirst(Interceptor):
+        sent = 0
 
-    monkeypatch.setattr(_commit, "send", send)
-    with pytest.raises(RetriesExhaustedError) as caught:
+        def request(self, call: Call) -> Optional[Dict[str, Any]]:
+            if call.operation == "TransactWriteItems":
+                self.sent += 1
+                if self.sent > 1:  # round 2 on: throttled
+                    raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
+                                       "ResponseMetadata": {"HTTPStatusCode": 400}}, "TransactWriteItems")
+            return None
+
+    answer = ThrottledAfterTheFirst()
+    with intercepting(answer), pytest.raises(RetriesExhaustedError) as caught:
         mine.save(retry=RetryPolicy(max_attempts=4, base_delay=0))
     assert applied == [StaleBasis.__name__]
-    assert answer.sent == 3 and caught.value.attempts == 4  # type: ignore[attr-defined]
+    assert answer.sent == 4 and caught.value.attempts == 4  # type: ignore[attr-defined]
     assert "after 4 attempts" in str(caught.value)
     assert counts() == (1, 1, 10)  # nothing written
 
 
 def test_an_edit_of_a_child_deleted_meanwhile_is_saved_as_new(applied: List[str],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                                               transactions: BeforeTransactions) -> None:
     Thread(pk="THREAD#t1", sk="META").save()
     Message(pk="MSG#1", sk="MSG", thread_id="THREAD#t1", words=2).save()
     mine = loaded()
-    tokens = sends(monkeypatch, {1: lambda: loaded().delete()})
+    tokens = transactions.watch({1: lambda: loaded().delete()})
     mine.words = 5
     mine.save()
     assert applied == [DeletedMeanwhile.__name__] and len(tokens) == 2
@@ -212,7 +206,7 @@ def test_a_rollup_found_gone_is_left_out_of_a_delete(applied: List[str]) -> None
 
 
 def test_a_rollup_found_gone_and_stored_again_is_counted_into(applied: List[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                transactions: BeforeTransactions) -> None:
     Show(pk="SHOW#s1", sk="META").save()
     Clap(pk="SHOW#s1", sk="CLAP#USER#a", day="2026-11-30", clapped_at=1795996800).save()
     DailyClaps._get_connection().delete_item("SHOW#s1", range_key="DAY#2026-11-30")
@@ -221,7 +215,7 @@ def test_a_rollup_found_gone_and_stored_again_is_counted_into(applied: List[str]
         Clap.get("SHOW#s1", "CLAP#USER#a").delete()
         Clap(pk="SHOW#s1", sk="CLAP#USER#a", day="2026-11-30", clapped_at=1795996800).save()
 
-    sends(monkeypatch, {2: again})
+    transactions.watch({2: again})
     result = Clap(pk="SHOW#s1", sk="CLAP#USER#a", day="2026-11-30", clapped_at=1795996800).delete()
     # mine found it gone; the other writer's delete found it gone too; mine then found it stored again
     assert applied == [RollupsGone.__name__, RollupsGone.__name__, RollupsReturned.__name__]
@@ -229,9 +223,9 @@ def test_a_rollup_found_gone_and_stored_again_is_counted_into(applied: List[str]
 
 
 def test_missing_shard_items_are_created_and_the_same_request_sent_again(applied: List[str],
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                         transactions: BeforeTransactions) -> None:
     raw_client(None).put_item(TableName="Videos", Item={"pk": {"S": "VIDEO#old"}, "sk": {"S": "META"}})  # no shards
-    tokens = sends(monkeypatch, {})
+    tokens = transactions.watch({})
     View(pk="VIDEO#old", sk="VIEW#USER#u7").save()
     assert MissingShards.__name__ in applied and tokens[0] == tokens[-1]  # the same request, the same token
     assert Video.view_count.total(("VIDEO#old", "META")) == 1
@@ -240,10 +234,10 @@ def test_missing_shard_items_are_created_and_the_same_request_sent_again(applied
 # -- the recoveries of a commit in part: a bulk write's chunk, a batch of expiries --------------------------------
 @pytest.mark.usefixtures("dynamodb")
 def test_a_bulk_write_s_refused_children_are_left_out_by_its_commit(applied: List[str],
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                    transactions: BeforeTransactions) -> None:
     post("POST#a")
     like(1, "POST#a").save()
-    tokens = sends(monkeypatch, {})
+    tokens = transactions.watch({})
     result = bulk_save([like(n, "POST#a") for n in range(3)])
     assert applied == [RefusedLeftOut.__name__]
     assert [o.status for o in result.outcomes] == ["added", "rejected", "added"] and result.requests == 2
@@ -253,7 +247,8 @@ def test_a_bulk_write_s_refused_children_are_left_out_by_its_commit(applied: Lis
 
 @pytest.mark.usefixtures("dynamodb")
 def test_a_bulk_write_refused_on_a_limit_every_child_fits_is_sent_again(applied: List[str],
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       transactions: BeforeTransactions) -> None:
     """The refusal reads a parent with room for every child (as if it changed between the condition and the
     read): none is blamed, and the same children are sent again, as a new transaction."""
     Game(pk="GAME#g1", sk="META").save()
@@ -276,7 +271,7 @@ def test_a_bulk_write_refused_on_a_limit_every_child_fits_is_sent_again(applied:
                                      UpdateExpression="SET players = :n", ExpressionAttributeValues={":n": {"N": "0"}})
 
     monkeypatch.setattr(ParentUpdate, "condition_error", failed)
-    tokens = sends(monkeypatch, {1: full, 2: room})
+    tokens = transactions.watch({1: full, 2: room})
     result = bulk_save([Player(pk="GAME#g1", sk=f"PLAYER#u{n}") for n in range(2)])
     assert applied == [RoomMadeMeanwhile.__name__] and len(tokens) == 2 and tokens[1] == next_token(tokens[0])
     assert [o.status for o in result.outcomes] == ["added", "added"]
@@ -285,7 +280,7 @@ def test_a_bulk_write_refused_on_a_limit_every_child_fits_is_sent_again(applied:
 
 @pytest.mark.usefixtures("dynamodb")
 def test_expiries_taken_off_already_are_left_out_by_their_commit(applied: List[str],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                 transactions: BeforeTransactions) -> None:
     from tests.test_expiring import counters, event, expired_invites, invite, team
 
     team()
@@ -295,7 +290,7 @@ def test_expiries_taken_off_already_are_left_out_by_their_commit(applied: List[s
                 if record["eventName"] == "REMOVE"]
     count_expiries({"Records": removals[:1]}, models=[Invite])
     applied.clear()
-    tokens = sends(monkeypatch, {})
+    tokens = transactions.watch({})
     result = count_expiries({"Records": removals}, models=[Invite])
     assert applied == [TakenOffAlready.__name__] and tokens == [tokens[0], next_token(tokens[0])]
     assert len(result.counted) == 1 and len(result.skipped) == 1 and counters()["invites"] == 0

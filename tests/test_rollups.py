@@ -21,6 +21,7 @@ from pynamodb_counters import (
     repair,
 )
 from pynamodb_counters.exceptions import ChildValueError, ConfigurationError, ParentNotFoundError
+from tests.support.client_hooks import BeforeTransactions
 from tests.support.factories import snapshot, swapped
 from tests.support.models import REGION, Clap, DailyClaps, Show
 
@@ -159,27 +160,8 @@ def test_parent_defaults_that_fail_or_name_other_things_write_nothing(defaults: 
     assert NumberAttribute  # noqa: B018  (imported for the models above)
 
 
-def _meanwhile(monkeypatch: pytest.MonkeyPatch, on_call: int, other_writer: Any) -> list:
-    """Run ``other_writer`` just before the ``on_call``-th TransactWriteItems of the write under test."""
-    from pynamodb_counters.write import _commit
-
-    calls: list = []
-    real_send = _commit.send
-
-    def send(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args[1])
-        if len(calls) == on_call:
-            monkeypatch.setattr(_commit, "send", real_send)
-            other_writer()
-            monkeypatch.setattr(_commit, "send", send)
-        return real_send(*args, **kwargs)
-
-    monkeypatch.setattr(_commit, "send", send)
-    return calls
-
-
 def test_a_delete_of_a_missing_clap_whose_rollup_is_absent_is_a_missing_child_even_if_it_is_clapped_meanwhile(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        transactions: BeforeTransactions) -> None:
     """The race CI found: an unclap racing the first clap of a day. The unclap's first attempt finds neither
     the clap nor its rollup; the clap is then saved (creating the rollup with 1). The unclap is refused as a
     missing child (it came first); it must not be sent again without the rollup's decrement, which would delete
@@ -187,11 +169,11 @@ def test_a_delete_of_a_missing_clap_whose_rollup_is_absent_is_a_missing_child_ev
     from pynamodb_counters.exceptions import MissingChildError
 
     show()
-    calls = _meanwhile(monkeypatch, 2, lambda: clap("a").save())
+    calls = transactions.watch({2: lambda: clap("a").save()})
     with pytest.raises(MissingChildError):
         clap("a").delete()
     assert len(calls) == 1  # refused at once, not sent again without the decrement
-    monkeypatch.undo()
+    transactions.watch({})
     clap("a").save()  # the clap that would have been saved meanwhile
     bucket = daily()
     stored = list(Clap.query("SHOW#s1", Clap.sk.startswith("CLAP#"), consistent_read=True))
@@ -200,7 +182,7 @@ def test_a_delete_of_a_missing_clap_whose_rollup_is_absent_is_a_missing_child_ev
 
 
 def test_a_delete_sent_again_without_a_gone_rollups_decrement_decrements_it_if_the_rollup_returned_meanwhile(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        transactions: BeforeTransactions) -> None:
     """A rollup found gone, then created again (by a delete and a new save of the same clap) before the delete
     is sent again without its decrement: the resend checks that the rollup is still absent; it is not, so the
     delete counts off it after all. Every count follows the stored state at commit."""
@@ -213,7 +195,7 @@ def test_a_delete_sent_again_without_a_gone_rollups_decrement_decrements_it_if_t
         clap("a").save()  # the day's first clap again: the rollup is created with 1
 
     mine = clap("a")
-    calls = _meanwhile(monkeypatch, 2, again)
+    calls = transactions.watch({2: again})
     result = mine.delete()
     assert len(calls) >= 3 and result.attempts == len(calls)
     assert result.rollups_gone == ()

@@ -37,7 +37,8 @@ from pynamodb_counters.exceptions import (
     InvalidTransactionError,
     ParentNotFoundError,
 )
-from pynamodb_counters.write._send import send, transact_client
+from pynamodb_counters.write._send import transact_client
+from tests.support.client_hooks import BeforeTransactions
 from tests.support.factories import make_video, raw_client, stored, view
 from tests.support.models import REGION, Fan, Report, Video, View
 
@@ -672,19 +673,19 @@ def test_shrinking_to_one_shard_lifts_the_floor_and_guards_the_delete_until_the_
     assert shard_items(pk) == {}
 
 
-def test_growing_a_busy_parent_does_not_wait_for_it_to_hold_still(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_growing_a_busy_parent_does_not_wait_for_it_to_hold_still(monkeypatch: pytest.MonkeyPatch,
+                                                                   transactions: BeforeTransactions) -> None:
     """Creating shard items and recording them needs no counted-write sequence: a like landing on the parent
     between reshard()'s read and its write does not cancel it."""
     monkeypatch.setattr(Video.view_count, "shards", 1)
     key = make_video()
     landed: List[int] = []
 
-    def like_meanwhile(*args: Any, **kwargs: Any) -> Any:
+    def like_meanwhile() -> None:
         landed.append(1)  # before every attempt, between its read and its write
         view(key[0], f"meanwhile{len(landed)}").save()
-        return send(*args, **kwargs)
 
-    monkeypatch.setattr("pynamodb_counters.write._shard_items.send", like_meanwhile)
+    transactions.watch({attempt: like_meanwhile for attempt in range(1, 9)})
     assert reshard(Video.view_count, 8) == 1 and len(landed) == 1
     assert Video.view_count.total(key) == 1 and sorted(shard_items(key[0])) == list(range(8))
 

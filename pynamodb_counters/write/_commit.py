@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .._write_results import CounterChange, WriteResult
 from ..exceptions import (
@@ -46,9 +46,12 @@ from ..signals import (
     missing_rejected,
     send_safely,
 )
+from ..transport._calls import Steps
+from ..transport._pynamodb import tables_known
+from ..transport._sync import run
 from ._actions import Action, ChildAction, ChildEdit
 from ._deltas import Attempt, counted_from, decide, names_parents
-from ._fetches import stored_child
+from ._fetches import child_read
 from ._plan import Plan, plan
 from ._recoveries import (
     RECOVERIES,
@@ -61,11 +64,11 @@ from ._recoveries import (
     refusal_of,
     standing_refused,
 )
-from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, send
+from ._send import DEFAULT_RETRY_POLICY, RetryPolicy, Sent, transact
 from ._stored import Stored, forget_stored, remember_stored
-from ._writes import Write, WriteKind
+from ._writes import Write, WriteKind, model_spec
 
-__all__ = ["Committed", "Rejected", "UnitOfWork", "commit", "commit_in_part", "policy_for", "policy_of"]
+__all__ = ["Committed", "Rejected", "UnitOfWork", "commit", "commit_in_part", "committing", "policy_for", "policy_of"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,17 @@ class UnitOfWork:
         self.applied: Counter[Recovery] = Counter()
 
     @property
+    def models(self) -> List[Type[Any]]:
+        """Every model the writes' requests are built for: the writes' own and their relations' parents (each
+        connection must know its table before a request is built, ``_pynamodb.tables_known``)."""
+        models: Dict[Type[Any], None] = {}
+        for write in self.writes:
+            models[write.model] = None
+            for relation in model_spec(write.model).declared:
+                models[relation.parent_model] = None
+        return list(models)
+
+    @property
     def emptied(self) -> bool:
         """Whether the recoveries left every write out: nothing is left to send (an empty transaction is refused
         when it is planned)."""
@@ -144,7 +158,7 @@ class UnitOfWork:
                           for position, (write, counting) in enumerate(zip(self.writes, self.attempt.countings)))
         return plan(self.writes, decisions, self.token, out, self.attempt.floors)
 
-    def read_unknown(self) -> None:
+    def read_unknown(self) -> Steps[None]:
         """Read the stored child (one strongly consistent GetItem) where a counted write needs it and does not
         know it: a delete of an instance that cannot name its parents (built from its key alone), an update of an
         instance never loaded; a delete of an instance that names them counts from the instance as stored.
@@ -159,11 +173,11 @@ class UnitOfWork:
             if write.kind is WriteKind.DELETE and names_parents(write.model, write.instance, -1):
                 countings[position] = replace(counting, basis=Stored.of_instance(write.instance))
             else:
-                countings[position] = replace(counting, basis=stored_child(write.model, write.instance))
+                countings[position] = replace(counting, basis=(yield from child_read(write.model, write.instance)))
         self.attempt = replace(self.attempt, countings=tuple(countings))
 
     def recover(self, cancelled: RefusedAttempt, recoveries: Sequence[Recovery], policy: RetryPolicy
-                ) -> Optional[Attempt]:
+                ) -> Steps[Optional[Attempt]]:
         """Ask ``recoveries`` in turn, each from the attempt the one before returned (the first from this one), and
         take the last attempt returned as the next: its token derived where one makes a new request, and its
         counts of attempts started afresh where one makes a new transaction. Returns the attempt replaced, where
@@ -172,7 +186,8 @@ class UnitOfWork:
         applied: List[Recovery] = []
         for recovery in recoveries:
             if self._may(recovery, policy):
-                following = recovery.recover(attempt, cancelled)
+                following = (yield from recovery.steps(attempt, cancelled)) if recovery.asks \
+                    else recovery.recover(attempt, cancelled)
                 if following is not None:
                     attempt = following
                     applied.append(recovery)
@@ -200,17 +215,25 @@ class UnitOfWork:
 def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = None, *,
            return_consumed_capacity: str = "TOTAL",
            on_request: Optional[Callable[[], None]] = None) -> Union[Committed, Rejected]:
+    """:func:`committing`, sent by the sync driver."""
+    return run(committing(writes, token, policy, return_consumed_capacity=return_consumed_capacity,
+                          on_request=on_request))
+
+
+def committing(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = None, *,
+               return_consumed_capacity: str = "TOTAL",
+               on_request: Optional[Callable[[], None]] = None) -> Steps[Union[Committed, Rejected]]:
     """Commit ``writes`` as one TransactWriteItems, all or nothing (see the module's loop; the recoveries are
     ``_recoveries.RECOVERIES``).
 
-    :param on_request: called once per request made, whatever its outcome (see ``_send.send``).
+    :param on_request: called once per request made, whatever its outcome (see ``_send.transact``).
     :returns: the committed write, or the :class:`Rejected` plan.
     :raises MissingChildError: a key-only delete, or an update of an instance never loaded, of a child that does
       not exist; nothing was written.
     :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
     """
-    outcome = _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES, return_consumed_capacity,
-                      on_request, None)
+    outcome = yield from _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES,
+                                 return_consumed_capacity, on_request, None)
     assert outcome is not None  # only a recovery answering a standing refusal leaves writes out
     return outcome
 
@@ -227,22 +250,24 @@ def commit_in_part(writes: Sequence[Write], token: str, policy: Optional[RetryPo
     :returns: the committed write (of the writes not left out), the :class:`Rejected` plan, or ``None`` where every
       write was left out.
     """
-    return _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, recoveries, "TOTAL", on_request,
-                   on_left_out)
+    return run(_commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, recoveries, "TOTAL", on_request,
+                       on_left_out))
 
 
 def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery], return_consumed_capacity: str,
             on_request: Optional[Callable[[], None]], on_left_out: Optional[Callable[[int, CounterError], None]]
-            ) -> Union[Committed, Rejected, None]:
+            ) -> Steps[Union[Committed, Rejected, None]]:
     """The loop (see the module's docstring)."""
     first = [recovery for recovery in recoveries if not recovery.new_transaction]
     last = [recovery for recovery in recoveries if recovery.new_transaction]
-    work.read_unknown()
+    yield from tables_known(work.models)
+    yield from work.read_unknown()
     while not work.emptied:
         planned = work.plan()
         try:
-            sent = send(planned.actions[0].model, planned.items, planned.token, policy=policy, made=work.requests,
-                        return_consumed_capacity=return_consumed_capacity, on_request=on_request)
+            sent = yield from transact(planned.actions[0].model, planned.items, planned.token, policy=policy,
+                                       made=work.requests, return_consumed_capacity=return_consumed_capacity,
+                                       on_request=on_request)
         except TransactionError as error:
             raise explain(planned, error) from error.cause
         refusal = refusal_of(planned, sent) if sent.response is None else None
@@ -251,11 +276,11 @@ def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery
         work.requests += sent.attempts
         work.lost = work.lost or sent.ambiguous
         cancelled = RefusedAttempt(planned, sent, refusal)
-        if work.recover(cancelled, first, policy) is not None:
+        if (yield from work.recover(cancelled, first, policy)) is not None:
             continue
         refused = standing_refused(cancelled)
         signal_refusals(refused)
-        earlier = work.recover(cancelled, last, policy)
+        earlier = yield from work.recover(cancelled, last, policy)
         if earlier is None:
             return Rejected(planned, refused)
         for position, why in work.attempt.left_out[len(earlier.left_out):]:

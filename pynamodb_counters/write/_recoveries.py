@@ -9,7 +9,8 @@ a refused attempt wrote nothing, so the write is counted again from what DynamoD
 same call, within its retry policy. A recovery assigns nothing: it returns the next :class:`Attempt` (each write's
 :class:`~pynamodb_counters.write._deltas.CountedFrom`, replaced where it learned otherwise, and the writes left out)
 or ``None`` where it does not apply, and the commit's unit of work takes what it returns. Two read or write the
-table: :class:`StreamParentsGone` reads a shard item, :class:`MissingShards` creates shard items.
+table (:attr:`Recovery.asks`): :class:`StreamParentsGone` reads a shard item, :class:`MissingShards` creates shard
+items; each is then a decision loop (:meth:`Recovery.steps`) that yields its requests, sent by the commit's driver.
 
 * :class:`StaleBasis`: the stored child counts otherwise than the state its deltas came from (an instance
   edited in memory, a child changed since it was loaded, or created again since an edit found it deleted): count
@@ -60,6 +61,7 @@ from ..exceptions import (
     ParentNotFoundError,
     TransactionError,
 )
+from ..transport._calls import Steps
 from ._actions import (
     CHECK_FAILED,
     Action,
@@ -72,10 +74,10 @@ from ._actions import (
     RollupCheck,
 )
 from ._deltas import Attempt, Decision, Parent
-from ._fetches import read_shards
+from ._fetches import shards_read
 from ._plan import Plan
 from ._send import RETRYABLE_REASONS, Sent
-from ._shard_items import create_shards
+from ._shard_items import shards_created
 from ._stored import Stored
 from ._writes import WriteKind
 
@@ -234,10 +236,16 @@ class Recovery:
     the once-only recoveries and the responses lost count afresh)."""
     capped: ClassVar[bool] = False
     """It applies at most the retry policy's ``max_attempts`` times per commit, whatever the requests made."""
+    asks: ClassVar[bool] = False
+    """It reads or writes the table to decide: it is a decision loop (:meth:`steps`), not :meth:`recover`."""
 
     def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
         """The next attempt, from ``attempt`` (what the refused one counted from, as the recoveries asked before
         this one left it) and what ``cancelled`` teaches; ``None`` where it does not apply."""
+        raise NotImplementedError
+
+    def steps(self, attempt: Attempt, cancelled: RefusedAttempt) -> Steps[Optional[Attempt]]:
+        """:meth:`recover` of a recovery that :attr:`asks`: a decision loop yielding the requests it needs."""
         raise NotImplementedError
 
 
@@ -320,7 +328,9 @@ class StreamParentsGone(Recovery):
     :class:`MissingShards`'). Its counters went with it, or it never was: what the records counted there is left
     out, checked still absent."""
 
-    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+    asks = True
+
+    def steps(self, attempt: Attempt, cancelled: RefusedAttempt) -> Steps[Optional[Attempt]]:
         gone: List[Tuple[int, Parent]] = []
         for action, said, error in cancelled.refusal.refused:
             if not (isinstance(action, ParentUpdate) and isinstance(error, ParentNotFoundError) and not said.item):
@@ -328,7 +338,8 @@ class StreamParentsGone(Recovery):
             feeding = _feeding(cancelled.decisions, action)
             if not feeding or not all(decision.counting.marked for _, decision, _, _ in feeding):
                 return None
-            if action.shard and read_shards(action.model, [action.key], 1, consistent_read=True)[action.key][0]:
+            if action.shard and (yield from shards_read(action.model, [action.key], 1,
+                                                         consistent_read=True))[action.key][0]:
                 return None
             gone.extend((position, (action.model, action.key)) for position, _, _, _ in feeding)
         return _left_gone(attempt, gone)
@@ -342,14 +353,15 @@ class MissingShards(Recovery):
     budgeted = False
     new_request = False
     once = True
+    asks = True
 
-    def recover(self, attempt: Attempt, cancelled: RefusedAttempt) -> Optional[Attempt]:
+    def steps(self, attempt: Attempt, cancelled: RefusedAttempt) -> Steps[Optional[Attempt]]:
         error = most_fundamental(standing_errors(cancelled.decisions, cancelled.refusal))
         if not (isinstance(error, ParentNotFoundError) and error.shard):
             return None
         assert error.model is not None
         try:
-            created = create_shards(error.model, [error.key])
+            created = yield from shards_created(error.model, [error.key])
         except (CounterError, PynamoDBException):  # the parent is gone (DoesNotExist), or kept changing
             return None
         return attempt if created > 0 else None  # counted from the same: the same request, sent again

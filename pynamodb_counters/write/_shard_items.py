@@ -17,11 +17,13 @@ from ..declare._shards import foreign_shard, foreign_shard_message
 from ..declare._spec import counters_of
 from ..declare._stored_names import SEQUENCE, SHARD_COUNT, STREAM_MARK
 from ..exceptions import ConditionFailedError, TransactionError
+from ..transport._calls import Steps
+from ..transport._sync import run
 from ._actions import ShardItem
 from ._conditions import parent_condition, shard_request, shard_unchanged
-from ._fetches import parent_keys, read_shards
+from ._fetches import parent_keys, shards_read
 from ._items import ShardItems, count_of, whole_count
-from ._send import DEFAULT_RETRY_POLICY, send
+from ._send import DEFAULT_RETRY_POLICY, transact
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.update import Action
@@ -29,11 +31,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..declare._attributes import CounterField
 
-__all__ = ["create_shards", "reshape", "reshape_requests"]
+__all__ = ["create_shards", "reshape", "reshape_requests", "reshaped", "shards_created"]
 
 
 def create_shards(model: Type[Model], parents: Iterable[Any], *, max_attempts: int = 5,
                   saved: bool = False) -> int:
+    """:func:`shards_created`, sent by the sync driver."""
+    return run(shards_created(model, parents, max_attempts=max_attempts, saved=saved))
+
+
+def shards_created(model: Type[Model], parents: Iterable[Any], *, max_attempts: int = 5,
+                   saved: bool = False) -> Steps[int]:
     """Bring each parent's shard items in line with ``model``'s declared counters: create the missing ones (and
     fold any a smaller ``shards=`` no longer uses into the parent). A parent's ``save()`` calls it the first time;
     it is idempotent.
@@ -46,11 +54,20 @@ def create_shards(model: Type[Model], parents: Iterable[Any], *, max_attempts: i
     :raises TransactionError: a parent kept changing through ``max_attempts`` attempts.
     """
     keys = parent_keys(model, parents, f"create_shards({model.__name__}, parents=...)")
-    return sum(reshape(model, key, {}, max_attempts, saved) for key in keys)
+    rewritten = 0
+    for key in keys:
+        rewritten += (yield from reshaped(model, key, {}, max_attempts, saved))
+    return rewritten
 
 
 def reshape(model: Type[Model], key: ParentKey, targets: Dict[str, int], max_attempts: int,
             saved: bool = False) -> bool:
+    """:func:`reshaped`, sent by the sync driver."""
+    return run(reshaped(model, key, targets, max_attempts, saved))
+
+
+def reshaped(model: Type[Model], key: ParentKey, targets: Dict[str, int], max_attempts: int,
+             saved: bool = False) -> Steps[bool]:
     """One parent: read its shard items, write the one transaction that gives each counter its ``targets``
     number of shards (its declared number where ``targets`` names none); again if it moved.
 
@@ -65,14 +82,14 @@ def reshape(model: Type[Model], key: ParentKey, targets: Dict[str, int], max_att
     layout = max(wanted.values(), default=1)
     for attempt in range(1, max_attempts + 1):
         if attempt > 1:
-            DEFAULT_RETRY_POLICY.sleep(DEFAULT_RETRY_POLICY.delay(attempt - 1))
-        items = read_shards(model, [key], layout, consistent_read=True)[key]
+            yield DEFAULT_RETRY_POLICY.wait(attempt - 1)
+        items = (yield from shards_read(model, [key], layout, consistent_read=True))[key]
         if not items[0]:
             raise model.DoesNotExist(f"{model.__name__} {key!r} does not exist; nothing was written")
         requests = reshape_requests(model, key, items, counters, wanted, layout)
         if not requests:
             return False
-        sent = send(model, requests, str(uuid.uuid4()))
+        sent = yield from transact(model, requests, str(uuid.uuid4()))
         if sent.response is not None:
             return True
         reasons = sent.cancellation_reasons or []

@@ -3,10 +3,11 @@ requests made, or to break a request on purpose."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from pynamodb.signals import pre_dynamodb_send
 
+from pynamodb_counters.transport import Call, Interceptor, intercepting
 from pynamodb_counters.write._send import transact_client
 from tests.support.models import Like
 
@@ -54,3 +55,41 @@ def unlike_before_the_first_query(pk: str) -> Iterator[List[str]]:
         yield done
     finally:
         pre_dynamodb_send.disconnect(unlike)
+
+
+class BeforeTransactions(Interceptor):
+    """Records the token of each TransactWriteItems the write under test sends, and runs ``before[n]`` (another
+    writer's work) just before its n-th; the other writer's own requests pass untouched."""
+
+    def __init__(self, before: Dict[int, Callable[[], None]]) -> None:
+        self.before = before
+        self.tokens: List[str] = []
+        self.busy = False
+
+    def watch(self, before: Dict[int, Callable[[], None]]) -> List[str]:
+        """Count afresh from the next TransactWriteItems, running ``before[n]`` before the n-th; the tokens."""
+        self.before = before
+        self.tokens = []
+        return self.tokens
+
+    def request(self, call: Call) -> Optional[Dict[str, Any]]:
+        if call.operation != "TransactWriteItems" or self.busy:
+            return None
+        self.tokens.append(call.parameters["ClientRequestToken"])
+        other = self.before.get(len(self.tokens))
+        if other is not None:
+            self.busy = True
+            try:
+                other()
+            finally:
+                self.busy = False
+        return None
+
+
+@contextlib.contextmanager
+def before_transactions(before: Dict[int, Callable[[], None]]) -> Iterator[List[str]]:
+    """The tokens of the TransactWriteItems the write under test sends, ``before[n]`` run just before its n-th
+    (:class:`BeforeTransactions`, installed through the transport seam)."""
+    seen = BeforeTransactions(before)
+    with intercepting(seen):
+        yield seen.tokens
