@@ -7,11 +7,11 @@ Put it before ``Model`` in the bases of every parent and child model::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from pynamodb.exceptions import DeleteError, PynamoDBException, UpdateError
 
-from ._keys import ParentKey, key_attributes, key_of, serialize_key
+from ._keys import ParentKey, key_attributes, key_of
 from ._write_results import WriteResult
 from .declare._counted import CountedBase
 from .declare._relations import Relation, check_model
@@ -22,14 +22,19 @@ from .exceptions import (
     CountedWriteError,
     CountingBypassError,
     DuplicateChildError,
+    InvalidArgumentError,
     MissingChildError,
 )
-from .write._commit import Rejected, commit, policy_for
+from .transport._async import run as arun
+from .transport._calls import Steps
+from .transport._sync import run
+from .write._commit import Rejected, committing, policy_for
 from .write._conditions import discriminator_condition, pending_fold, pending_fold_message
-from .write._fetches import read_totals
+from .write._fetches import read_totals, stored_item
 from .write._items import count_of
+from .write._model_steps import item_deleted, item_got, item_refreshed, item_saved, item_updated
 from .write._send import RetryPolicy
-from .write._shard_items import create_shards
+from .write._shard_items import shards_created
 from .write._stored import remember_stored, stored_of
 from .write._writes import (
     UNSET,
@@ -94,7 +99,7 @@ class CounterMixin(CountedBase):
         super().__init_subclass__(**kwargs)
         check_model(cls, Relation)
 
-    # -- writes ----------------------------------------------------------------------------------------------
+    # -- writes: each a decision loop (``_saving``...), sent by the sync driver here and the async one in ``asave``
     def save(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = UNSET,
              retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
         """Save: counted on a child, counter-preserving on a parent, plain PynamoDB otherwise.
@@ -111,20 +116,37 @@ class CounterMixin(CountedBase):
         as PynamoDB's ``save()`` does. PynamoDB 5's positional ``settings`` is refused on counted and parent saves
         (use ``Meta.extra_headers``).
         """
+        saving = self._saving(condition, args, kwargs, ignore_duplicate, retry, token)
+        if isinstance(saving, _Plain):
+            return super().save(condition, *args, **saving.kwargs)  # type: ignore[misc]
+        return run(saving)
+
+    async def asave(self, condition: Optional[Condition] = None, *args: Any, ignore_duplicate: bool = UNSET,
+                    retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
+        """:meth:`save`, awaited: the same arguments, result, errors and signals, sent through aiobotocore (the
+        ``async`` extra) on the running event loop."""
+        saving = self._saving(condition, args, kwargs, ignore_duplicate, retry, token)
+        if isinstance(saving, _Plain):
+            saving = item_saved(self, condition, **saving.plain_kwargs(self, "save"))
+        return await arun(saving)
+
+    def _saving(self, condition: Optional[Condition], args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                ignore_duplicate: bool, retry: Optional[RetryPolicy], token: Optional[str]
+                ) -> Union[_Plain, Steps[Any]]:
+        """What a save is: a counted write's or a parent's decision loop, or PynamoDB's plain save."""
         model = type(self)
         spec = model_spec(model)
         if not spec.counted:  # invisible: PynamoDB refuses our options itself
-            return super().save(condition, *args,  # type: ignore[misc]
-                                **given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
+            return _Plain(args, given(kwargs, ignore_duplicate=ignore_duplicate, retry=retry, token=token))
         if skipped(model):
-            return super().save(condition, *args, **kwargs)  # type: ignore[misc]
+            return _Plain(args, kwargs)
         options = counted_options(args, kwargs) if args or kwargs else {}
         write = save_write(self, condition, spec=spec, **options)  # type: ignore[arg-type]
         if write.kind is WriteKind.PARENT_SAVE:  # one UpdateItem that refreshes the instance
             refuse_options(self, "save", ignore_duplicate=ignore_duplicate, retry=retry, token=token)
-            return self._save_parent(write, options)
-        return _commit_one(write, value(retry), check_token(value(token)),
-                           DuplicateChildError if value(ignore_duplicate) else None)
+            return self._parent_saved(write, options)
+        return _one_committed(write, value(retry), check_token(value(token)),
+                              DuplicateChildError if value(ignore_duplicate) else None)
 
     def delete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = UNSET,
                retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
@@ -138,20 +160,37 @@ class CounterMixin(CountedBase):
           (the child is gone); across calls, only a server that honours tokens (DynamoDB, for 10 minutes)
           recognises a retried delete, so a caller retrying a delete should pass ``ignore_missing=True``.
         """
+        deleting = self._deleting(condition, args, kwargs, ignore_missing, retry, token)
+        if isinstance(deleting, _Plain):
+            return super().delete(condition, *args, **deleting.kwargs)  # type: ignore[misc]
+        return run(deleting)
+
+    async def adelete(self, condition: Optional[Condition] = None, *args: Any, ignore_missing: bool = UNSET,
+                      retry: Optional[RetryPolicy] = UNSET, token: Optional[str] = UNSET, **kwargs: Any) -> Any:
+        """:meth:`delete`, awaited (see :meth:`asave`)."""
+        deleting = self._deleting(condition, args, kwargs, ignore_missing, retry, token)
+        if isinstance(deleting, _Plain):
+            deleting = item_deleted(self, condition, **deleting.plain_kwargs(self, "delete"))
+        return await arun(deleting)
+
+    def _deleting(self, condition: Optional[Condition], args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                  ignore_missing: bool, retry: Optional[RetryPolicy], token: Optional[str]
+                  ) -> Union[_Plain, Steps[Any]]:
+        """What a delete is: a counted write's or an unsharded parent's decision loop, or PynamoDB's plain
+        delete."""
         model = type(self)
         spec = model_spec(model)
         if not spec.counted:  # invisible: PynamoDB refuses our options itself
-            return super().delete(condition, *args,  # type: ignore[misc]
-                                  **given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token))
+            return _Plain(args, given(kwargs, ignore_missing=ignore_missing, retry=retry, token=token))
         if skipped(model):
-            return super().delete(condition, *args, **kwargs)  # type: ignore[misc]
+            return _Plain(args, kwargs)
         if not spec.relations:
             refuse_options(self, "delete", ignore_missing=ignore_missing, retry=retry, token=token)
         if not spec.relations and spec.shards == 1:
-            return self._delete_parent(condition, args, kwargs)
+            return self._parent_deleted(condition, counted_options(args, kwargs))
         write = delete_write(self, condition, spec=spec, **counted_options(args, kwargs))  # type: ignore[arg-type]
-        return _commit_one(write, value(retry), check_token(value(token)),
-                           MissingChildError if value(ignore_missing) else None)
+        return _one_committed(write, value(retry), check_token(value(token)),
+                              MissingChildError if value(ignore_missing) else None)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
                **kwargs: Any) -> Any:
@@ -171,6 +210,23 @@ class CounterMixin(CountedBase):
         :raises MissingChildError: a counted child that does not exist (an update never creates one: it would not
           be counted). Nothing is written.
         """
+        updating = self._updating(actions, condition, args, kwargs)
+        if isinstance(updating, _Plain):
+            return super().update(actions, condition, *args, **updating.kwargs)  # type: ignore[misc]
+        return run(updating)
+
+    async def aupdate(self, actions: List[Action], condition: Optional[Condition] = None, *args: Any,
+                      **kwargs: Any) -> Any:
+        """:meth:`update`, awaited (see :meth:`asave`)."""
+        updating = self._updating(actions, condition, args, kwargs)
+        if isinstance(updating, _Plain):
+            updating = item_updated(self, actions, condition, **updating.plain_kwargs(self, "update"))
+        return await arun(updating)
+
+    def _updating(self, actions: List[Action], condition: Optional[Condition], args: Tuple[Any, ...],
+                  kwargs: Dict[str, Any]) -> Union[_Plain, Steps[Any]]:
+        """What an update is: a counted update's or a guarded child update's decision loop, or PynamoDB's plain
+        update (guarded against actions that would bypass counting)."""
         model = type(self)
         spec = model_spec(model)
         uncounted = skipped(model)
@@ -180,24 +236,27 @@ class CounterMixin(CountedBase):
             if isinstance(actions, list):  # anything else: PynamoDB's own TypeError
                 guard_update(self, actions)  # type: ignore[arg-type]
                 refuse_options(self, "update", retry=retry, token=token)
-            return super().update(actions, condition, *args, **kwargs)  # type: ignore[misc]
+            return _Plain(args, kwargs)
         write = update_write(self, actions, condition, spec=spec,  # type: ignore[arg-type]
                              **counted_options(args, kwargs) if args or kwargs else {})
         if write.kind is not WriteKind.UPDATE:
             refuse_options(self, "update", retry=retry, token=token)
-            return self._update_stored(actions, condition, args, kwargs)
-        result = _commit_one(write, value(retry), check_token(value(token)), None)
+            return self._stored_updated(actions, condition, counted_options(args, kwargs))
+        return self._counted_updated(write, value(retry), check_token(value(token)))
+
+    def _counted_updated(self, write: Write, retry: Optional[RetryPolicy], chosen: str) -> Steps[WriteResult]:
+        result = yield from _one_committed(write, retry, chosen, None)
         stored = stored_of(self, write.key)  # type: ignore[arg-type]  # what the commit recorded it is stored as now
         if write.unknown or stored is None:
-            self.refresh(consistent_read=True)  # type: ignore[attr-defined]  # as PynamoDB's ALL_NEW would show
+            yield from item_refreshed(self, consistent_read=True)  # as PynamoDB's ALL_NEW would show
         else:
             for name in write.known:  # as PynamoDB's update() loads what it returns: defaults applied
                 setattr(self, name, getattr(stored.view, name))
             remember_stored(self, stored.item)
         return result
 
-    def _update_stored(self, actions: List[Action], condition: Optional[Condition], args: Tuple[Any, ...],
-                       kwargs: Dict[str, Any]) -> Any:
+    def _stored_updated(self, actions: List[Action], condition: Optional[Condition], options: Dict[str, Any]
+                        ) -> Steps[Any]:
         """PynamoDB's ``update()`` of a counted child that changes nothing it counts by, guarded by the child's
         existence: an UpdateItem creates a missing item, and this one would not be counted.
 
@@ -207,18 +266,36 @@ class CounterMixin(CountedBase):
         model: Any = type(self)
         exists = key_attributes(model)[0].exists()
         try:
-            return super().update(actions, exists if condition is None else exists & condition,  # type: ignore
-                                  *args, **kwargs)
+            return (yield from item_updated(self, actions, exists if condition is None else exists & condition,
+                                            **options))
         except UpdateError as error:
             if error.cause_response_code != "ConditionalCheckFailedException":
                 raise
             key = key_of(self)  # type: ignore[arg-type]
             if condition is not None or model._version_attribute_name:  # the caller's condition, or the child's
-                if model._get_connection().get_item(*serialize_key(model, key), consistent_read=True).get("Item"):
-                    raise
+                if (yield from stored_item(model, key)):
+                    raise error from error.cause
             raise MissingChildError(f"{model.__name__} {key!r} does not exist; an update of a counted child never "
                                     f"creates it (it would not be counted): save() it to create and count it. "
                                     f"Nothing was written", error, model=model, key=key) from error
+
+    # -- reads: PynamoDB's get() and refresh(), awaited ---------------------------------------------------------
+    @classmethod
+    async def aget(cls, hash_key: Any, range_key: Any = None, consistent_read: bool = False,
+                   attributes_to_get: Optional[Sequence[str]] = None) -> Any:
+        """PynamoDB's ``get()``, awaited (see :meth:`asave`): the instance remembers its stored item, as one
+        ``get()`` returns.
+
+        :raises DoesNotExist: the model's own, where there is no such item.
+        """
+        return await arun(item_got(cls, hash_key, range_key, consistent_read, attributes_to_get))
+
+    async def arefresh(self, consistent_read: bool = False) -> None:
+        """PynamoDB's ``refresh()``, awaited (see :meth:`asave`).
+
+        :raises DoesNotExist: the model's own, where the item is gone.
+        """
+        await arun(item_refreshed(self, consistent_read))
 
     # -- PynamoDB's request helpers (what its TransactWrite calls) ------------------------------------------
     def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
@@ -269,40 +346,40 @@ class CounterMixin(CountedBase):
                 args = args[1:]
         return super().get_update_kwargs_from_instance(actions, *args, **kwargs)  # type: ignore[misc,no-any-return]
 
-    def _delete_parent(self, condition: Optional[Condition], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def _parent_deleted(self, condition: Optional[Condition], options: Dict[str, Any]) -> Steps[Any]:
         """PynamoDB's ``delete()`` of an unsharded parent, refused while it still records shard items (a counter
         whose ``shards=`` was reduced to 1, not yet folded in by ``reshard()``), which would be left behind."""
         model: Any = type(self)
         guard = pending_fold(model) & not_a_shard()
         try:
-            return super().delete(guard if condition is None else condition & guard, *args, **kwargs)  # type: ignore
+            return (yield from item_deleted(self, guard if condition is None else condition & guard, **options))
         except DeleteError as error:
-            stored = self._refuse_over_a_shard(error)
+            stored = yield from self._over_a_shard(error)
             if stored is None:
-                raise
+                raise error from error.cause
             key = key_of(self)  # type: ignore[arg-type]
             recorded = count_of(stored, SHARD_COUNT.attr_name) or 1
             if recorded > 1:
                 raise ConditionFailedError(pending_fold_message(f"{model.__name__} {key!r}", recorded, 1), error,
                                            model=model, key=key) from error
-            raise
+            raise error from error.cause
 
-    def _save_parent(self, write: Write, options: Dict[str, Any]) -> Any:
+    def _parent_saved(self, write: Write, options: Dict[str, Any]) -> Steps[Any]:
         """A parent's save: PynamoDB's UpdateItem of every attribute but its counters (which refreshes the
         instance from the stored item), never over another parent's shard item; then, for a parent with sharded
         counters that records fewer shard items than it declares, those shard items (``_shard_items``)."""
         model = type(self)
         guard = not_a_shard() if write.condition is None else not_a_shard() & write.condition
         try:
-            data = super().update(list(write.actions), condition=guard, **options)  # type: ignore[misc]
+            data = yield from item_updated(self, list(write.actions), guard, **options)
         except UpdateError as error:
-            self._refuse_over_a_shard(error)
-            raise
+            yield from self._over_a_shard(error)
+            raise error from error.cause
         if (count_of(data.get("Attributes"), SHARD_COUNT.attr_name) or 1) < model_spec(model).shards:
-            create_shards(model, [self], saved=True)  # type: ignore[arg-type]
+            yield from shards_created(model, [self], saved=True)  # type: ignore[arg-type]
         return data
 
-    def _refuse_over_a_shard(self, error: PynamoDBException) -> Optional[Dict[str, Any]]:
+    def _over_a_shard(self, error: PynamoDBException) -> Steps[Optional[Dict[str, Any]]]:
         """After a parent's own save or delete was refused by a condition: the stored item, read strongly
         consistently (``None`` when the refusal was not a condition's).
 
@@ -312,8 +389,7 @@ class CounterMixin(CountedBase):
             return None
         model: Any = type(self)
         key = key_of(self)  # type: ignore[arg-type]
-        stored: Optional[Dict[str, Any]] = model._get_connection().get_item(
-            *serialize_key(model, key), consistent_read=True).get("Item")
+        stored = yield from stored_item(model, key)
         if is_shard_item(stored):
             raise ConditionFailedError(shard_item_message(model, key), error, model=model, key=key) from error
         return stored or {}
@@ -372,12 +448,35 @@ class CounterMixin(CountedBase):
         return super().batch_write(*args, **kwargs)  # type: ignore[misc]
 
 
-def _commit_one(write: Write, retry: Optional[RetryPolicy], chosen: str,
-                quiet: Optional[Type[CountedWriteError]]) -> WriteResult:
+class _Plain:
+    """A write that is PynamoDB's own: the arguments PynamoDB's method is called with (the sync methods call it;
+    the async ones send the same request, ``_model_steps``)."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+    def plain_kwargs(self, instance: Any, write: str) -> Dict[str, Any]:
+        """The keyword arguments PynamoDB's ``write`` takes on an async method: ``add_version_condition`` (any
+        other is refused as PynamoDB refuses it, with a ``TypeError``; PynamoDB 5's per-call ``settings`` with an
+        error naming ``Meta.extra_headers``)."""
+        if self.args:
+            raise InvalidArgumentError(f"{type(instance).__name__}.a{write}() takes no positional arguments after the "
+                                       f"condition (PynamoDB 5's per-call settings: use Meta.extra_headers)")
+        unknown = sorted(set(self.kwargs) - {"add_version_condition"})
+        if unknown:
+            raise TypeError(f"{write}() got an unexpected keyword argument {unknown[0]!r}")
+        return self.kwargs
+
+
+def _one_committed(write: Write, retry: Optional[RetryPolicy], chosen: str,
+                   quiet: Optional[Type[CountedWriteError]]) -> Steps[WriteResult]:
     """Commit one counted write with the token ``chosen`` (checked), as a one-write transaction would; a refusal of
     the ``quiet`` kind (a duplicate, a missing child) is a result saying so, any other refusal is raised."""
     try:
-        outcome = commit([write], chosen, policy_for([write], retry))
+        outcome = yield from committing([write], chosen, policy_for([write], retry))
     except MissingChildError:  # a key-only delete found no stored child to read
         if quiet is MissingChildError:
             return WriteResult(token=chosen, missing=True)
