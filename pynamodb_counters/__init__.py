@@ -11,7 +11,7 @@ Everything a user needs is importable from here; the errors are in :mod:`pynamod
 signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_counters.testing`.
 """
 
-from . import exceptions, signals
+from . import aio, exceptions, signals
 from ._costs import item_bytes, read_units, write_units
 from ._write_results import CounterChange, WriteResult
 from .bulk import BulkOperation, BulkResult, ChildOutcome, ChildStatus, bulk_delete, bulk_save, bulk_write

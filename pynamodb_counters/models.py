@@ -30,7 +30,7 @@ from .transport._calls import Steps
 from .transport._sync import run
 from .write._commit import Rejected, committing, policy_for
 from .write._conditions import discriminator_condition, pending_fold, pending_fold_message
-from .write._fetches import read_totals, stored_item
+from .write._fetches import read_totals, stored_item, totals
 from .write._items import count_of
 from .write._model_steps import item_deleted, item_got, item_refreshed, item_saved, item_updated
 from .write._send import RetryPolicy
@@ -420,6 +420,12 @@ class CounterMixin(CountedBase):
                         missing_ok: bool) -> Dict[ParentKey, int]:
         """What :meth:`CounterField.total() <pynamodb_counters.CounterField.total>` and ``totals()`` read."""
         return read_totals(counter, parents, consistent_read=consistent_read, missing_ok=missing_ok)
+
+    @classmethod
+    async def _acounter_totals(cls, counter: CounterField, parents: Iterable[Any], consistent_read: bool,
+                               missing_ok: bool) -> Dict[ParentKey, int]:
+        """What :meth:`CounterField.atotal() <pynamodb_counters.CounterField.atotal>` and ``atotals()`` read."""
+        return await arun(totals(counter, parents, consistent_read=consistent_read, missing_ok=missing_ok))
 
     @classmethod
     def audit_filter(cls) -> Optional[Condition]:

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type
 
 from ._write_results import WriteResult
 from .exceptions import InvalidTransactionError
-from .write._commit import Rejected, UnitOfWork, commit, policy_for
+from .transport._async import run as arun
+from .transport._calls import Steps
+from .transport._sync import run
+from .write._commit import Rejected, UnitOfWork, committing, policy_for
 from .write._plan import MAX_ACTIONS, Plan
 from .write._send import RetryPolicy
 from .write._writes import Write, check_token, check_write, delete_write, save_write, update_write
@@ -117,10 +120,18 @@ class CountedTransaction:
         :raises RetriesExhaustedError: transient failures outlasted the retry policy.
         :raises InvalidTransactionError: the transaction was already sent.
         """
+        return run(self._committing())
+
+    async def acommit(self) -> WriteResult:
+        """:meth:`commit`, awaited: the same transaction, sent through aiobotocore (the ``async`` extra) on the
+        running event loop; what ``async with`` calls when its block ends without an exception."""
+        return await arun(self._committing())
+
+    def _committing(self) -> Steps[WriteResult]:
         self._check_open()
         self._sent = True
-        outcome = commit(self._pending, self.token, self.retry_policy(),
-                         return_consumed_capacity=self.return_consumed_capacity)
+        outcome = yield from committing(self._pending, self.token, self.retry_policy(),
+                                        return_consumed_capacity=self.return_consumed_capacity)
         if isinstance(outcome, Rejected):
             self.token = outcome.plan.token
             outcome.raise_error()
@@ -138,3 +149,10 @@ class CountedTransaction:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None and not self._sent:  # committed once, by commit() inside the block or here
             self.commit()
+
+    async def __aenter__(self) -> CountedTransaction:
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None and not self._sent:  # committed once, by acommit() inside the block or here
+            await self.acommit()

@@ -102,7 +102,7 @@ def test_internal_modules_are_private_and_public_modules_list_only_public_names(
     """A module whose name starts with an underscore is internal, in whichever folder; a folder names a concept,
     and those of the library's insides (``declare``, ``write``, ``reconcile.export``) hold no public name."""
     package = Path(pynamodb_counters.__file__).parent
-    public_modules = {"", "__main__", "bulk", "cli", "cli.demo", "declare", "exceptions", "feeders", "models",
+    public_modules = {"", "__main__", "aio", "bulk", "cli", "cli.demo", "declare", "exceptions", "feeders", "models",
                       "pytest_plugin", "reconcile", "reconcile.export", "resharding", "signals", "streams", "testing",
                       "transactions", "transport", "write"}
     found = {".".join(path.relative_to(package).with_suffix("").parts).replace("__init__", "").rstrip(".")
@@ -117,7 +117,7 @@ def test_internal_modules_are_private_and_public_modules_list_only_public_names(
     # streams is imported as a module of its own (a Lambda's handler imports count_expiries from it), as is
     # transport (its seam, for tests)
     for name in public_modules - {"", "__main__", "cli", "declare", "write", "reconcile.export", "cli.demo",
-                                  "pytest_plugin", "exceptions", "signals", "streams", "testing", "transport"}:
+                                  "pytest_plugin", "exceptions", "signals", "streams", "testing", "transport", "aio"}:
         module = importlib.import_module(f"pynamodb_counters.{name}")
         for exported in module.__all__:
             assert exported in pynamodb_counters.__all__, f"{name}.{exported} is exported but not public"

@@ -145,6 +145,25 @@ class CounterField(Attribute[int]):
         totals: Dict[Tuple[Any, ...], int] = self._owner()._counter_totals(self, parents, consistent_read, True)
         return totals
 
+    async def atotal(self, parent: Any, *, consistent_read: bool = False) -> int:
+        """:meth:`total`, awaited: the same read, sent through aiobotocore (the ``async`` extra) on the running
+        event loop.
+
+        :raises DoesNotExist: the parent model's own ``DoesNotExist``: the parent does not exist.
+        """
+        totals = await self._owner()._acounter_totals(self, [parent], consistent_read, False)
+        total: int = totals.popitem()[1]
+        return total
+
+    async def atotals(self, parents: Iterable[Any], *, consistent_read: bool = False) -> Dict[Tuple[Any, ...], int]:
+        """:meth:`totals`, awaited (see :meth:`atotal`).
+
+        :returns: each existing parent's key (a tuple) and total; parents that do not exist are left out.
+        """
+        totals: Dict[Tuple[Any, ...], int] = await self._owner()._acounter_totals(self, parents, consistent_read,
+                                                                                  True)
+        return totals
+
     @property
     def limited(self) -> bool:
         """Whether the counter has a limit."""
