@@ -8,7 +8,8 @@ children are written in bulk with :func:`bulk_write`, and :func:`audit` and :fun
 without losing the writes that land meanwhile.
 
 Everything a user needs is importable from here; the errors are in :mod:`pynamodb_counters.exceptions`, the
-signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_counters.testing`.
+signals in :mod:`pynamodb_counters.signals`, the test helpers in :mod:`pynamodb_counters.testing`, the async
+side's clients in :mod:`pynamodb_counters.aio`.
 """
 
 from . import aio, exceptions, signals
@@ -64,6 +65,7 @@ __all__ = [
     "RetryPolicy",
     "Unverifiable",
     "WriteResult",
+    "aio",
     "audit",
     "bulk_delete",
     "bulk_save",

@@ -19,7 +19,7 @@ from pynamodb_counters.testing import ServedMoto
 def test_public_names_are_exactly_all() -> None:
     public = {name for name, value in vars(pynamodb_counters).items()
               if not name.startswith("_") and not isinstance(value, ModuleType)}
-    assert public | {"exceptions", "signals"} == set(pynamodb_counters.__all__)
+    assert public | {"aio", "exceptions", "signals"} == set(pynamodb_counters.__all__)
     assert pynamodb_counters.__all__ == sorted(pynamodb_counters.__all__)
 
 
@@ -91,7 +91,7 @@ def test_the_api_reference_documents_exactly_the_public_names() -> None:
     documented = set(re.findall(r"^\.\. auto(?:class|function|data|exception):: pynamodb_counters\.(\w+)$", text,
                                 re.M))
     documented |= set(re.findall(r"^\.\. py:data:: (\w+)\n   :module: pynamodb_counters$", text, re.M))
-    documented |= {module for module in ("exceptions", "signals")
+    documented |= {module for module in ("aio", "exceptions", "signals")
                    if f".. automodule:: pynamodb_counters.{module}\n" in text}
     assert documented == set(pynamodb_counters.__all__)
     internal = re.findall(r"pynamodb_counters\._\w+", text)
