@@ -41,10 +41,42 @@ def counters_models() -> List[type]:
     return list(TABLE_MODELS)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--driver", choices=("sync", "async"), default="sync",
+                     help="async: the tests using the dynamodb fixture make their writes and reads through the async "
+                          "twins (asave()...) on the served engine (tests/support/drivers.py)")
+
+
 @pytest.fixture
-def dynamodb(counters_backend: Backend) -> Backend:
-    """moto in-process, fresh for each test, with every test table created: the plugin's ``counters_backend``."""
-    return counters_backend
+def dynamodb(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """moto in-process, fresh for each test, with every test table created: the plugin's ``counters_backend``.
+    With ``--driver=async``: the served engine instead (aiobotocore cannot reach moto in-process), every model
+    and the suite's raw clients pointed at it, and the sync API made through its async twins."""
+    if request.config.getoption("--driver") == "sync":
+        yield request.getfixturevalue("counters_backend")
+        return
+    driver = request.getfixturevalue("async_driver")
+    engine = request.getfixturevalue("served_engine")
+    engine.reset()
+    try:
+        with pytest.MonkeyPatch.context() as environment:
+            environment.setenv("AWS_ENDPOINT_URL_DYNAMODB", engine.endpoint_url)  # the raw clients of the tests
+            with Backend("served", TABLE_MODELS, engine.endpoint_url) as backend, driver.driving():
+                yield backend
+    finally:
+        engine.reset()
+
+
+@pytest.fixture(scope="session")
+def async_driver() -> Iterator[Any]:
+    """The async driver's event loop (``--driver=async``), closed with its clients at the end of the session."""
+    from tests.support.drivers import AsyncDriver
+
+    driver = AsyncDriver()
+    try:
+        yield driver
+    finally:
+        driver.close()
 
 
 @pytest.fixture

@@ -57,18 +57,18 @@ def loaded(n: int = 1) -> Message:
 
 @pytest.fixture
 def sent() -> Iterator[List[Tuple[str, int]]]:
-    """The TransactWriteItems sent, with their number of actions."""
+    """The TransactWriteItems sent, with their number of actions (seen through the transport seam)."""
+    from pynamodb_counters.transport import Call, Interceptor, intercepting
+
     calls: List[Tuple[str, int]] = []
 
-    def record(request: Any, **_: Any) -> None:
-        calls.append(("TransactWriteItems", len(__import__("json").loads(request.body)["TransactItems"])))
+    class Record(Interceptor):
+        def request(self, call: Call) -> None:
+            if call.operation == "TransactWriteItems":
+                calls.append(("TransactWriteItems", len(call.parameters["TransactItems"])))
 
-    from pynamodb_counters.write._send import transact_client
-
-    client = transact_client(Message)
-    client.meta.events.register("before-send.dynamodb.TransactWriteItems", record)
-    yield calls
-    client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", record)
+    with intercepting(Record()):
+        yield calls
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from pynamodb_counters.exceptions import (
     RetriesExhaustedError,
     TransactionError,
 )
-from pynamodb_counters.write._send import transact_client
+from tests.support.client_hooks import recorded
 from tests.support.factories import POST, like, likes, post, snapshot, stored, tally
 from tests.support.models import Like, Post
 
@@ -162,18 +162,13 @@ def test_an_invalid_argument_is_also_a_value_error_and_a_type_error() -> None:
 
 @contextlib.contextmanager
 def requests_of(model: type) -> Iterator[List[Dict[str, Any]]]:
-    """The parameters of each TransactWriteItems that ``model``'s counted writes send."""
+    """The parameters of each TransactWriteItems that ``model``'s counted writes send (through the transport
+    seam), listed as the block ends."""
     sent: List[Dict[str, Any]] = []
-
-    def record(params: Dict[str, Any], **_: Any) -> None:
-        sent.append(params)
-
-    client = transact_client(model)
-    client.meta.events.register("before-parameter-build.dynamodb.TransactWriteItems", record)
-    try:
+    with recorded() as calls:
         yield sent
-    finally:
-        client.meta.events.unregister("before-parameter-build.dynamodb.TransactWriteItems", record)
+    sent.extend(dict(call.parameters) for call in calls
+                if call.operation == "TransactWriteItems" and call.model is model)
 
 
 @pytest.mark.usefixtures("dynamodb")

@@ -27,7 +27,7 @@ from pynamodb_counters.write._recoveries import (
     TakenOffAlready,
     next_token,
 )
-from tests.support.client_hooks import BeforeTransactions, hooked
+from tests.support.client_hooks import BeforeTransactions
 from tests.support.factories import like, post, raw_client
 from tests.support.models import Clap, DailyClaps, Game, Invite, Message, Player, Show, Thread, Video, View
 
@@ -125,20 +125,24 @@ def test_a_stale_basis_needs_an_attempt_left() -> None:
     assert counts() == (1, 1, 10)
 
 
-def throttled(times: int) -> Callable[..., Any]:
-    """A ``before-send`` handler that refuses the first ``times`` TransactWriteItems with DynamoDB's throttling
-    error, raised before the request reaches the engine (moto's own ``before-send`` handler would otherwise run it
-    as well), then lets the rest through; it counts every request on ``.sent``."""
+class Throttled(Interceptor):
+    """Refuses TransactWriteItems with DynamoDB's throttling error, unsent: the first ``times`` of them, or every
+    one after the first ``after``; it counts every request on :attr:`sent`."""
 
-    def answer(**_: Any) -> None:
-        answer.sent += 1  # type: ignore[attr-defined]
-        if answer.sent <= times:  # type: ignore[attr-defined]
+    def __init__(self, times: int = 0, after: Optional[int] = None) -> None:
+        self.times = times
+        self.after = after
+        self.sent = 0
+
+    def request(self, call: Call) -> Optional[Dict[str, Any]]:
+        if call.operation != "TransactWriteItems":
+            return None
+        self.sent += 1
+        if self.sent <= self.times or (self.after is not None and self.sent > self.after):
             raise ClientError({"Error": {"Code": "ThrottlingException",
                                          "Message": "Rate of requests exceeds the allowed throughput."},
                                "ResponseMetadata": {"HTTPStatusCode": 400}}, "TransactWriteItems")
-
-    answer.sent = 0  # type: ignore[attr-defined]
-    return answer
+        return None
 
 
 @pytest.mark.parametrize("max_attempts, landed", [(3, False), (4, True)])
@@ -147,8 +151,8 @@ def test_a_stale_basis_counts_the_attempts_of_earlier_rounds(applied: List[str],
     # round 1: throttled twice, then refused (counted from a stale copy): 3 requests. With max_attempts=3 the
     # write has none left for a round 2 and the refusal stands; with 4, round 2 is its fourth and last request
     mine = stale_copy()
-    answer = throttled(2)
-    with hooked("before-send.dynamodb.TransactWriteItems", answer, Message):
+    answer = Throttled(times=2)
+    with intercepting(answer):
         if landed:
             result = mine.save(retry=RetryPolicy(max_attempts=max_attempts, base_delay=0))
             assert result.attempts == 4 and applied == [StaleBasis.__name__]
@@ -156,7 +160,7 @@ def test_a_stale_basis_counts_the_attempts_of_earlier_rounds(applied: List[str],
             with pytest.raises(ConditionFailedError):
                 mine.save(retry=RetryPolicy(max_attempts=max_attempts, base_delay=0))
             assert applied == []
-    assert answer.sent == (4 if landed else 3)  # type: ignore[attr-defined]
+    assert answer.sent == (4 if landed else 3)
     assert counts() == ((1, 0, 3) if landed else (1, 1, 10))
 
 
@@ -165,22 +169,11 @@ def test_retries_after_a_recovery_stop_at_the_write_s_max_attempts(applied: List
     # attempts round 1 left, and the error counts the write's requests, not the round's
     mine = stale_copy()
 
-    class ThrottledAfterTheFirst(Interceptor):
-        sent = 0
-
-        def request(self, call: Call) -> Optional[Dict[str, Any]]:
-            if call.operation == "TransactWriteItems":
-                self.sent += 1
-                if self.sent > 1:  # round 2 on: throttled
-                    raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
-                                       "ResponseMetadata": {"HTTPStatusCode": 400}}, "TransactWriteItems")
-            return None
-
-    answer = ThrottledAfterTheFirst()
+    answer = Throttled(after=1)  # round 2 on: throttled
     with intercepting(answer), pytest.raises(RetriesExhaustedError) as caught:
         mine.save(retry=RetryPolicy(max_attempts=4, base_delay=0))
     assert applied == [StaleBasis.__name__]
-    assert answer.sent == 4 and caught.value.attempts == 4  # type: ignore[attr-defined]
+    assert answer.sent == 4 and caught.value.attempts == 4
     assert "after 4 attempts" in str(caught.value)
     assert counts() == (1, 1, 10)  # nothing written
 

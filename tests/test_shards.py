@@ -37,8 +37,7 @@ from pynamodb_counters.exceptions import (
     InvalidTransactionError,
     ParentNotFoundError,
 )
-from pynamodb_counters.write._send import transact_client
-from tests.support.client_hooks import BeforeTransactions
+from tests.support.client_hooks import BeforeTransactions, recorded
 from tests.support.factories import make_video, raw_client, stored, view
 from tests.support.models import REGION, Fan, Report, Video, View
 
@@ -124,24 +123,12 @@ def change(pk: str, sk: str, delta: int, shards: int = VIEWS, attribute: str = "
 
 @contextlib.contextmanager
 def requests() -> Iterator[List[str]]:
-    """The DynamoDB operations the library sends: PynamoDB's clients and the counted writes' own clients, for
-    every model of the Videos table."""
+    """The DynamoDB operations the library sends (seen through the transport seam, under either driver), listed
+    as the block ends."""
     names: List[str] = []
-
-    def record(event_name: str, **_: Any) -> None:  # before-send: PynamoDB 5 emits it for its own calls too
-        names.append(event_name.rsplit(".", 1)[-1])
-
-    clients: Dict[int, Any] = {}
-    for model in (Video, View, Fan, Report):
-        for client in (model._get_connection().connection.client, transact_client(model)):
-            clients[id(client)] = client
-    for client in clients.values():
-        client.meta.events.register("before-send.dynamodb.*", record)
-    try:
+    with recorded() as calls:
         yield names
-    finally:
-        for client in clients.values():
-            client.meta.events.unregister("before-send.dynamodb.*", record)
+    names.extend(call.operation for call in calls)
 
 
 # -- 1. declarations -----------------------------------------------------------------------------------------

@@ -93,3 +93,22 @@ def before_transactions(before: Dict[int, Callable[[], None]]) -> Iterator[List[
     seen = BeforeTransactions(before)
     with intercepting(seen):
         yield seen.tokens
+
+
+class Recording(Interceptor):
+    """Every request the library sends (under either driver), as it is sent."""
+
+    def __init__(self) -> None:
+        self.calls: List[Call] = []
+
+    def request(self, call: Call) -> Optional[Dict[str, Any]]:
+        self.calls.append(call)
+        return None
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[List[Call]]:
+    """The requests the library sends while the block runs (:class:`Recording`, through the transport seam)."""
+    recording = Recording()
+    with intercepting(recording):
+        yield recording.calls
