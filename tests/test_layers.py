@@ -30,8 +30,9 @@ NEVER_IMPORTS: Dict[str, Set[str]] = {
 }
 """What the modules of a folder never import: folders, and top-level modules, by name."""
 
-SENDERS = {"write._send", "write._fetches", "write._commit"}
-"""The modules that send a request or read the table."""
+SENDERS = {"transport._sync", "transport._async", "write._send", "write._fetches", "write._commit"}
+"""The modules that send a request or read the table: the port's two drivers, and what runs its decision loops on
+the sync one."""
 
 
 def _module(path: Path) -> str:

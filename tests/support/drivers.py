@@ -86,3 +86,34 @@ class AsyncDriver:
         self.loop.run_until_complete(aio.aclose())
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()
+
+
+ENGINE = """
+import sys
+from pynamodb_counters.testing import ServedMoto
+with ServedMoto(latency=float(sys.argv[1]), item_backups=True) as engine:
+    print(engine.endpoint_url, flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+@contextlib.contextmanager
+def engine_elsewhere(latency: float = 0.0) -> Iterator[str]:
+    """The served engine in a process of its own (its endpoint URL): a loop measured in this process then shares no
+    interpreter lock with the engine, as an app's loop shares none with DynamoDB. ``latency``: seconds added to
+    every request outside the engine's one-at-a-time lock (a slow network)."""
+    import subprocess
+    import sys
+
+    engine = subprocess.Popen([sys.executable, "-c", ENGINE, str(latency)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert engine.stdout is not None
+        endpoint = engine.stdout.readline().strip()
+        if not endpoint.startswith("http://"):
+            raise RuntimeError(f"the served engine did not start in its own process (it printed {endpoint!r})")
+        yield endpoint
+    finally:
+        assert engine.stdin is not None
+        engine.stdin.close()
+        engine.wait(timeout=30)

@@ -8,6 +8,6 @@ Each event loop makes its own clients on first use; :func:`aclose` closes those 
 shutdown: a FastAPI lifespan's end, say). A loop that ends without it (``asyncio.run()``) closes them as it shuts
 down.
 """
-from .transport._async import aclose
+from ..transport._async import aclose
 
 __all__ = ["aclose"]
