@@ -13,8 +13,9 @@ Fixtures:
 
 * ``counters_backend``: a fresh DynamoDB for one test. moto in-process by default; the served, serialised moto
   engine (a moto server on 127.0.0.1 answering one request at a time) for tests marked
-  ``@pytest.mark.counters_served`` or run with ``--counters-backend=served``, which is what tests that write
-  from several threads need; or a real endpoint with ``--counters-endpoint=URL``.
+  ``@pytest.mark.counters_served``, for ``async def`` tests (the async twins send through aiobotocore, which
+  moto in-process does not serve), or for every test run with ``--counters-backend=served``, which is what tests
+  that write from several threads need; or a real endpoint with ``--counters-endpoint=URL``.
 * ``counters_signals``: records every signal the library sends during the test.
 * ``assert_counters_exact``: :func:`pynamodb_counters.testing.assert_counters_exact`, which audits every counter
   of the given models and fails with the drifts it finds.
@@ -25,6 +26,7 @@ Fixtures:
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
@@ -67,7 +69,9 @@ def counters_backend(request: pytest.FixtureRequest, counters_models: List[type]
     :class:`~pynamodb_counters.testing.ExistingTableError` if one of them already exists (which it leaves as is)."""
     endpoint: Optional[str] = request.config.getoption("--counters-endpoint")
     kind = "endpoint" if endpoint else request.config.getoption("--counters-backend") or "moto"
-    if request.node.get_closest_marker("counters_served") is not None and not endpoint:
+    served = request.node.get_closest_marker("counters_served") is not None \
+        or inspect.iscoroutinefunction(getattr(request, "function", None))  # aiobotocore needs a server
+    if served and not endpoint:
         kind = "served"
     if kind == "served":
         endpoint = request.getfixturevalue("_counters_served_engine").endpoint_url

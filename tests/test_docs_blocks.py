@@ -22,8 +22,9 @@ There are three: backfill's one block (a Spark job over the reader's Parquet fil
 Java, and S3 for its executors, which moto in-process does not serve; ``tests/test_export_spark.py`` runs the
 engine), and expiring's ``GetRecords`` loop (the reading of the stream, the reader's own, is elided). The cli
 page's blocks (the files of its "Trying the commands locally" recipe) run in ``tests/test_cli_locally.py``, beside
-moto's server started as the recipe starts it (``ELSEWHERE``). The benchmarks, changelog, api, guarantees and index
-pages have no Python block.
+moto's server started as the recipe starts it, and the async page's app and its test in ``tests/test_async_docs.py``,
+on the served engine aiobotocore needs (``ELSEWHERE``). The benchmarks, changelog, api, guarantees and index pages
+have no Python block.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ PAGES: Dict[str, str] = {
     "stream-counting": "apart",
     "expiring": "apart",
 }
-ELSEWHERE: Dict[str, str] = {"cli": "tests/test_cli_locally.py"}
+ELSEWHERE: Dict[str, str] = {"cli": "tests/test_cli_locally.py", "async": "tests/test_async_docs.py"}
 DIRECTIVE = re.compile(r"^( *)\.\. code-block:: python\s*$")
 FRAGMENT = re.compile(r"^ *\.\. fragment: \S")
 
