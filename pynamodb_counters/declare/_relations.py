@@ -60,22 +60,21 @@ from pynamodb.constants import STREAM_NEW_AND_OLD_IMAGE, STREAM_OLD_IMAGE
 
 from .._keys import ParentKey, discriminator_of, holds
 from .._write_results import CounterChange
-from ..exceptions import ChildValueError, ConfigurationError, ConfigurationWarning, ParentKeyError
+from ..exceptions import ChildValueError, ConfigurationError, ConfigurationWarning
 from ._attributes import CounterField
 from ._counted import counted_classes, forget_specs, note_declared, require_mixin, same_class
+from ._counting_rule import CountingRule, call_failed
 from ._expiry_rules import STREAM, check_expiries, check_inherited_expiries, check_record_markers
 from ._feeder_ids import check_feeder_id, feeder_entry
 from ._identity import compile_identity, related, told_apart_when_declared
-from ._shards import check_shardable, choose_shard
+from ._shards import check_shardable
 from ._stored_names import OUTSIDE, STORED_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["COUNTINGS", "MAX_FEEDER", "TRANSACTION", "KeyFunctionOf", "check_counting",
-           "Relation", "amount_refused", "call_failed", "check_declaration",
-           "check_model", "check_options", "check_parent_defaults", "counted_by", "declared_prefixes", "key_failed",
-           "made", "normalize_key", "when_refused"]
+__all__ = ["COUNTINGS", "MAX_FEEDER", "TRANSACTION", "check_counting", "Relation", "check_declaration",
+           "check_model", "check_options", "check_parent_defaults", "counted_by", "declared_prefixes", "made"]
 
 KeyFunction = Callable[[Any], Any]
 ChildCounter = Callable[[ParentKey], int]
@@ -122,7 +121,7 @@ class Relation:
         "conditional": "Whether a child counts only while ``when=`` holds, or adds ``amount=`` rather than one: an "
                        "audit must then read the children, not only count them.",
         "_key": None, "_name": None, "_feed": None, "_when": None, "_amount": None, "_parent_defaults": None,
-        "__weakref__": None,
+        "_rule": None, "__weakref__": None,
     }
 
     def __init__(self, counter: CounterField, key: KeyFunction, reads: Iterable[str] = (),
@@ -146,6 +145,7 @@ class Relation:
         self.feeder = feeder
         self._when = when
         self._amount = amount
+        self._rule: Optional[CountingRule] = None
         self.create_parent = create_parent
         self._parent_defaults = parent_defaults
         self.expiries = expiries
@@ -266,22 +266,33 @@ class Relation:
         """
         if self._parent_defaults is None:
             return {}
-        defaults: Dict[str, Any] = self._call("parent_defaults", self._parent_defaults, child)
+        try:
+            defaults: Dict[str, Any] = self._parent_defaults(child)
+        except Exception as error:  # a user function: any failure means the parent cannot be created
+            raise call_failed(self, "parent_defaults", child, error) from error
         check_parent_defaults(self, defaults)
         return defaults
 
     # -- per child -------------------------------------------------------------------------------------------
+    def _counting(self) -> CountingRule:
+        """The relation's counting rule (``declare._counting_rule``), compiled once and again only if the
+        counter's shards change: what :meth:`applies`, :meth:`amount`, :meth:`parent_key` and :meth:`changes` ask,
+        as counted writes do."""
+        rule = self._rule
+        counter = self.counter
+        if rule is None or rule.shards != counter.shards:
+            assert counter.name is not None
+            rule = CountingRule(self, self.parent_model, counter.name, self._key, self._when, self._amount,
+                                counter.shards)
+            object.__setattr__(self, "_rule", rule)  # a memo: the declaration itself stays immutable
+        return rule
+
     def applies(self, child: Model) -> bool:
         """Whether ``child`` counts: ``when=(child)``, or always without ``when=``.
 
         :raises ChildValueError: ``when=`` failed, or returned something other than ``True`` or ``False``.
         """
-        if self._when is None:
-            return True
-        counts = self._call("when", self._when, child)
-        if not isinstance(counts, bool):
-            raise when_refused(self, child, counts)
-        return counts
+        return self._counting().counts(child)
 
     def amount(self, child: Model) -> int:
         """How much ``child`` adds to the counter: ``amount=(child)``, or one without ``amount=``. It may be ``0``
@@ -289,43 +300,19 @@ class Relation:
 
         :raises ChildValueError: ``amount=`` failed, or returned something other than an ``int``.
         """
-        if self._amount is None:
-            return 1
-        value = self._call("amount", self._amount, child)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise amount_refused(self, child, value)
-        whole: int = value
-        return whole
-
-    def _call(self, option: str, function: Callable[[Any], Any], child: Model) -> Any:
-        """``function(child)``, the user function given as ``option=``.
-
-        :raises ChildValueError: it failed: the child cannot be counted.
-        """
-        try:
-            return function(child)
-        except Exception as error:  # a user function: any failure means the child cannot be counted
-            raise call_failed(self, option, child, error) from error
+        return self._counting().amount_of(child)
 
     def parent_key(self, child: Model) -> ParentKey:
         """The parent's key for ``child``: ``(hash,)`` or ``(hash, range)``.
 
         :raises ParentKeyError: the key function failed, or returned the wrong shape or a missing value.
         """
-        try:
-            raw = self._key(child)
-        except Exception as error:  # a user function: any failure means the child cannot name its parent
-            raise key_failed(self, child, error) from error
-        return normalize_key(self.parent_model, raw, KeyFunctionOf(self))
+        return self._counting().parent_key(child)
 
     def changes(self, child: Model, sign: int) -> List[CounterChange]:
         """The counter changes that adding (``sign=+1``) or removing (``-1``) ``child`` makes."""
-        if not self.applies(child):
-            return []
-        counter = self.counter
-        shards = counter.shards
-        return [CounterChange(counter.model, self.parent_key(child), counter.name,  # type: ignore[arg-type]
-                              sign * self.amount(child), choose_shard(child, shards) if shards > 1 else 0)]
+        change = self._counting().change(child, sign)
+        return [] if change is None else [change]
 
 
 def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), prefix: Optional[str] = None,
@@ -388,26 +375,6 @@ def counted_by(counter: Any, *, key: KeyFunction, reads: Iterable[str] = (), pre
                     expiries, counting)
 
 
-def normalize_key(model: type, raw: Any, where: object) -> ParentKey:
-    """``raw`` (a hash key value, or a ``(hash, range)`` tuple) as a key tuple of ``model``; ``where`` names the
-    source in errors (formatted only then).
-
-    :raises ParentKeyError: the wrong shape for ``model``'s key, or a missing value.
-    """
-    key = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-    if len(key) == (2 if model._range_keyname else 1) and None not in key:  # type: ignore[attr-defined]
-        return key  # the usual case, checked without building names for an error
-    names = [model._hash_keyname] + ([model._range_keyname] if model._range_keyname else [])  # type: ignore
-    if len(key) != len(names):
-        shape = "(hash, range) tuple" if len(names) == 2 else "hash key value"
-        raise ParentKeyError(f"{where} gave {raw!r}, but {model.__name__}'s key is a {shape} ({', '.join(names)})")
-    for name, value in zip(names, key):
-        if value is None:
-            raise ParentKeyError(f"{where} gave None for {model.__name__}.{name}; does the child have the "
-                                 f"attributes the key needs?")
-    return key
-
-
 def _withdraw(owner: type) -> None:
     """Unregister every relation of ``owner``, a class whose body was refused: it is not made."""
     for value in vars(owner).values():
@@ -416,52 +383,6 @@ def _withdraw(owner: type) -> None:
             if value.declared_on is owner:
                 feeders = value.counter._feeders
                 feeders[:] = [feeder for feeder in feeders if feeder is not value]
-
-
-def _describe(child: Any) -> str:
-    try:
-        return repr(child._get_keys())
-    except Exception:
-        return "(key unreadable)"
-
-
-def key_failed(relation: Any, child: Any, error: Exception) -> ParentKeyError:
-    """The error of a relation's key function that failed on ``child``."""
-    return ParentKeyError(f"{relation}: the key function failed on {type(child).__name__} {_describe(child)}: "
-                          f"{error!r}; does the child have the attributes the key needs?", error)
-
-
-def call_failed(relation: Any, option: str, child: Any, error: Exception) -> ChildValueError:
-    """The error of a relation's user function given as ``option=`` (``when``, ``amount``, ``parent_defaults``)
-    that failed on ``child``: the child cannot be counted."""
-    return ChildValueError(f"{relation}: {option}= failed on {type(child).__name__} {_describe(child)}: "
-                           f"{error!r}; nothing was written", error)
-
-
-def when_refused(relation: Any, child: Any, counts: Any) -> ChildValueError:
-    """The error of a ``when=`` that returned ``counts``, not ``True`` or ``False``, for ``child``."""
-    return ChildValueError(f"{relation}: when= returned {counts!r} ({type(counts).__name__}) for "
-                           f"{type(child).__name__} {_describe(child)}; it must return True or False. "
-                           f"Nothing was written")
-
-
-def amount_refused(relation: Any, child: Any, value: Any) -> ChildValueError:
-    """The error of an ``amount=`` that returned ``value``, not an ``int``, for ``child``."""
-    return ChildValueError(f"{relation}: amount= returned {value!r} ({type(value).__name__}) for "
-                           f"{type(child).__name__} {_describe(child)}; it must return a whole number (an "
-                           f"int). Nothing was written")
-
-
-class KeyFunctionOf:
-    """Names a relation's key function in errors, formatting the relation only when an error needs it."""
-
-    __slots__ = ("relation",)
-
-    def __init__(self, relation: Any) -> None:
-        self.relation = relation
-
-    def __str__(self) -> str:
-        return f"{self.relation}: the key function"
 
 
 MAX_FEEDER = 100

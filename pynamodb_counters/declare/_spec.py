@@ -27,6 +27,7 @@ from .._keys import discriminator_of, key_attributes
 from ..exceptions import ConfigurationError
 from ._attributes import CounterField
 from ._counted import SPEC_HELD, CountedBase, counted_classes, declared, same_class
+from ._counting_rule import CountingRule
 from ._expiry_rules import STREAM
 from ._feeder_ids import feeder_clash, feeder_id, legacy_feeder_id
 from ._identity import Identity, compile_identity, confused, confusion, models_in, related
@@ -109,6 +110,7 @@ class RelationSpec:
     :ivar when: ``when=``, or ``None``.
     :ivar amount: ``amount=``, or ``None``.
     :ivar functions: the three, as :attr:`Relation.functions <pynamodb_counters.Relation.functions>`.
+    :ivar rule: the counting rule the three make (``_counting_rule``): what a counted write counts a child as.
     :ivar reads: the child attributes declared with ``reads=``.
     :ivar create_parent: whether the parent is created by its first count.
     :ivar parent_defaults: the function giving a created parent's defaults, or ``None``.
@@ -131,6 +133,7 @@ class RelationSpec:
     create_parent: bool
     parent_defaults: Optional[Callable[[Any], Any]]
     expiries: Optional[str]
+    rule: CountingRule
 
     def __str__(self) -> str:
         return str(self.relation)
@@ -144,7 +147,8 @@ def compile_relation(relation: Relation) -> RelationSpec:
     return RelationSpec(relation, parent, spec_of(parent), counter.name, relation.feeder_entry,
                         (parent.Meta.table_name, relation.child_model.Meta.table_name),
                         counter.shards, 2 if parent._range_keyname else 1, key, when, amount, (key, when, amount),
-                        relation.reads, relation.create_parent, relation._parent_defaults, relation.expiries)
+                        relation.reads, relation.create_parent, relation._parent_defaults, relation.expiries,
+                        CountingRule(relation, parent, counter.name, key, when, amount, counter.shards))
 
 
 _UNCOUNTED = ModelSpec({}, ())

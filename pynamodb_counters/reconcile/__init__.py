@@ -33,7 +33,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from .._keys import ParentKey
 from ..declare._attributes import CounterField
 from ..declare._counted import same_class
-from ..declare._relations import Relation, normalize_key
+from ..declare._counting_rule import normalize_key
+from ..declare._relations import Relation
 from ..declare._spec import all_relations
 from ..exceptions import ConfigurationError, InvalidArgumentError
 from ..models import CounterMixin

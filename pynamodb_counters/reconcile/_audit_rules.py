@@ -129,7 +129,8 @@ def counted_child(relation: Relation, item: Dict[str, Any], parent: Optional[Par
                 f"{relation}: prefix={relation.prefix} reads every child of the partition {parent[0]!r}, but key= "
                 f"sends {model.__name__} {_item_key(model, item)} to {relation.parent_key(child)!r}, another "
                 f"parent of that partition; declare counted_by(..., children=...) to count each parent's own")
-        return relation.amount(child) if relation.applies(child) else 0
+        counted = relation.changes(child, 1)  # the counting rule a counted write counts it by
+        return counted[0].delta if counted else 0
     except (ChildValueError, ParentKeyError) as error:
         raise Uncountable(str(error)) from error
 

@@ -30,7 +30,6 @@ from typing import (
     TYPE_CHECKING,
     AbstractSet,
     Any,
-    Callable,
     Dict,
     FrozenSet,
     List,
@@ -43,17 +42,9 @@ from typing import (
 
 from .._keys import ItemId, key_of, serialize_key
 from .._write_results import CounterChange
+from ..declare._counting_rule import call_failed
 from ..declare._expiry_rules import STREAM
-from ..declare._relations import (
-    KeyFunctionOf,
-    amount_refused,
-    call_failed,
-    check_parent_defaults,
-    key_failed,
-    normalize_key,
-    when_refused,
-)
-from ..declare._shards import choose_shard
+from ..declare._relations import check_parent_defaults
 from ..exceptions import ChildValueError, CounterError, ParentKeyError
 from ._stored import Recorder, Stored, as_loaded, deciding_attributes, stored_of
 from ._writes import Write, WriteKind, bypass_of, model_spec
@@ -202,65 +193,14 @@ def by_partition(found: Deltas, child: Model) -> Tuple[Deltas, Deltas]:
 def change_of(relation: RelationSpec, child: Model, sign: int, reader: Optional[Any] = None
               ) -> Optional[CounterChange]:
     """The change that adding (``sign=+1``) or removing (``-1``) ``child`` makes through ``relation``, ``None``
-    where its ``when=`` says it does not count: its functions run on ``reader`` (a recorder of ``child``) where
-    given, else on ``child``.
+    where its ``when=`` says it does not count: the relation's counting rule
+    (``declare._counting_rule.CountingRule.change``), its functions run on ``reader`` (a recorder of ``child``)
+    where given, else on ``child``.
 
     :raises ParentKeyError: the key function failed, or gave the wrong shape or a missing value.
     :raises ChildValueError: ``when=`` or ``amount=`` failed or gave something else than a bool or an int.
     """
-    on = child if reader is None else reader
-    when = relation.when
-    if when is not None:
-        counts = _run(relation, "when", when, on, child)
-        if counts is not True and counts is not False:
-            raise when_refused(relation, child, counts)
-        if not counts:
-            return None
-    try:
-        raw = relation.key(on)
-    except Exception as error:  # a user function: any failure means the child cannot name its parent
-        if on is child:
-            raise key_failed(relation, child, error) from error
-        raw = _again(relation, None, relation.key, child)
-    key = raw if type(raw) is tuple else tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-    if len(key) != relation.key_size or None in key:
-        key = normalize_key(relation.parent_model, raw, KeyFunctionOf(relation))  # it says what is wrong
-    amount = relation.amount
-    delta = sign
-    if amount is not None:
-        value = _run(relation, "amount", amount, on, child)
-        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise amount_refused(relation, child, value)
-        delta *= value
-    shards = relation.shards
-    return CounterChange(relation.parent_model, key, relation.attribute, delta,
-                         choose_shard(child, shards) if shards > 1 else 0)
-
-
-def _run(relation: RelationSpec, option: str, function: Callable[[Any], Any], on: Any, child: Model) -> Any:
-    """``function(on)``, the user function given as ``option=``, ``on`` being ``child`` or its recorder.
-
-    :raises ChildValueError: it failed on ``child``: the child cannot be counted.
-    """
-    try:
-        return function(on)
-    except Exception as error:  # a user function: any failure means the child cannot be counted
-        if on is child:
-            raise call_failed(relation, option, child, error) from error
-        return _again(relation, option, function, child)
-
-
-def _again(relation: RelationSpec, option: Optional[str], function: Callable[[Any], Any], child: Model) -> Any:
-    """``function(child)``, run on the child itself after it failed on its recorder (which is not an instance of
-    the child's class: ``super()`` in a property, ``type(child)``): what it read before failing is recorded, and
-    the child is counted as the function counts it, or refused with its own failure (``option=``; ``None`` for
-    the key function)."""
-    try:
-        return function(child)
-    except Exception as error:  # a user function: any failure means the child cannot be counted
-        if option is None:
-            raise key_failed(relation, child, error) from error
-        raise call_failed(relation, option, child, error) from error
+    return relation.rule.change(child, sign, reader)
 
 
 def feeder_entry_of(relation: RelationSpec) -> str:

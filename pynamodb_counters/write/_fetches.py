@@ -30,7 +30,7 @@ from pynamodb.constants import (
 from pynamodb.expressions.operand import Path
 
 from .._keys import ParentKey, key_attributes, key_of, serialize_key
-from ..declare._relations import normalize_key
+from ..declare._counting_rule import normalize_key
 from ..declare._shards import is_shard_item, not_a_shard, shard_key
 from ..declare._spec import shard_count
 from ..declare._stored_names import MARKER, SHARD_COUNT

@@ -12,7 +12,7 @@ from pynamodb.exceptions import UpdateError
 
 from .._keys import ParentKey, serialize_key
 from ..declare._attributes import CounterField
-from ..declare._relations import normalize_key
+from ..declare._counting_rule import normalize_key
 from ..declare._stored_names import SEQUENCE, SHARD
 from ..exceptions import ConditionFailedError, InvalidArgumentError, TransactionError
 from ._conditions import parent_condition, sequence_unchanged, shard_request, shard_unchanged
