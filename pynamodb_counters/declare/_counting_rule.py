@@ -7,6 +7,7 @@ with it, so a fix to the rule cannot leave one of them counting otherwise.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .._keys import ParentKey
@@ -18,29 +19,34 @@ __all__ = ["CountingRule", "KeyFunctionOf", "amount_refused", "call_failed", "ke
            "when_refused"]
 
 
+@dataclass(frozen=True)
 class CountingRule:
-    """One relation's rule, compiled from its declaration.
+    """One relation's rule, compiled from its declaration (:meth:`compiled`).
 
     :ivar relation: the declaration (errors name it).
     :ivar parent_model: the model that declares the counter.
     :ivar attribute: the counter's Python name on the parent.
     :ivar key: the key function; :ivar when: ``when=`` or ``None``; :ivar amount: ``amount=`` or ``None``.
-    :ivar key_size: how many values the parent's key holds (1, or 2 with a range key).
     :ivar shards: the counter's shards, when compiled.
+    :ivar key_size: how many values the parent's key holds (1, or 2 with a range key).
     """
 
-    __slots__ = ("relation", "parent_model", "attribute", "key", "when", "amount", "key_size", "shards")
+    relation: Any
+    parent_model: Any
+    attribute: str
+    key: Callable[[Any], Any]
+    when: Optional[Callable[[Any], Any]]
+    amount: Optional[Callable[[Any], Any]]
+    shards: int
+    key_size: int
 
-    def __init__(self, relation: Any, parent_model: Any, attribute: str, key: Callable[[Any], Any],
-                 when: Optional[Callable[[Any], Any]], amount: Optional[Callable[[Any], Any]], shards: int) -> None:
-        self.relation = relation
-        self.parent_model = parent_model
-        self.attribute = attribute
-        self.key = key
-        self.when = when
-        self.amount = amount
-        self.key_size = 2 if parent_model._range_keyname else 1
-        self.shards = shards
+    @classmethod
+    def compiled(cls, relation: Any, parent_model: Any, attribute: str, key: Callable[[Any], Any],
+                 when: Optional[Callable[[Any], Any]], amount: Optional[Callable[[Any], Any]],
+                 shards: int) -> CountingRule:
+        """The rule of ``relation``, counting into ``parent_model``'s ``attribute`` with ``shards`` shards."""
+        return cls(relation, parent_model, attribute, key, when, amount, shards,
+                   2 if parent_model._range_keyname else 1)
 
     def change(self, child: Any, sign: int, reader: Optional[Any] = None) -> Optional[CounterChange]:
         """The change that adding (``sign=+1``) or removing (``-1``) ``child`` makes, ``None`` where ``when=``

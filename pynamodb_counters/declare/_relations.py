@@ -282,8 +282,8 @@ class Relation:
         counter = self.counter
         if rule is None or rule.shards != counter.shards:
             assert counter.name is not None
-            rule = CountingRule(self, self.parent_model, counter.name, self._key, self._when, self._amount,
-                                counter.shards)
+            rule = CountingRule.compiled(self, self.parent_model, counter.name, self._key, self._when,
+                                         self._amount, counter.shards)
             object.__setattr__(self, "_rule", rule)  # a memo: the declaration itself stays immutable
         return rule
 

@@ -148,7 +148,7 @@ def compile_relation(relation: Relation) -> RelationSpec:
                         (parent.Meta.table_name, relation.child_model.Meta.table_name),
                         counter.shards, 2 if parent._range_keyname else 1, key, when, amount, (key, when, amount),
                         relation.reads, relation.create_parent, relation._parent_defaults, relation.expiries,
-                        CountingRule(relation, parent, counter.name, key, when, amount, counter.shards))
+                        CountingRule.compiled(relation, parent, counter.name, key, when, amount, counter.shards))
 
 
 _UNCOUNTED = ModelSpec({}, ())
