@@ -90,11 +90,13 @@ def set_latency(engine: ServedMoto, seconds: float) -> None:
 class LocalEngine:
     """A :class:`ServedMoto` in this process (its threads share the GIL with the audit's)."""
 
-    def __init__(self, partition_queries: bool, item_backups: bool = False) -> None:
+    def __init__(self, partition_queries: bool, item_backups: bool = False, keep_alive: bool = False) -> None:
         self._partition_queries = partition_queries
         self._item_backups = item_backups
+        self._keep_alive = keep_alive
         self._undo: Optional[Callable[[], None]] = None
         self._server: Optional[ServedMoto] = None
+        self._front: Any = None
         self.endpoint_url = ""
 
     def __enter__(self) -> LocalEngine:
@@ -102,9 +104,26 @@ class LocalEngine:
             self._undo = serve_queries_from_partition()
         self._server = ServedMoto(latency=0.0, item_backups=self._item_backups).start()
         self.endpoint_url = self._server.endpoint_url
+        if self._keep_alive:
+            self.endpoint_url = self._keep_alive_front()
         return self
 
+    def _keep_alive_front(self) -> str:
+        """The same engine (its one-request-at-a-time app, latency included) served by waitress, which keeps
+        connections open as DynamoDB does (werkzeug closes each one): ``pip install waitress``."""
+        try:
+            from waitress.server import create_server
+        except ImportError as error:
+            raise BenchmarkError("--keep-alive needs waitress: pip install waitress") from error
+        assert self._server is not None
+        self._front = create_server(self._server._app, host="127.0.0.1", port=0, threads=256,
+                                    connection_limit=1000, channel_timeout=120)
+        threading.Thread(target=self._front.run, name="keep-alive-front", daemon=True).start()
+        return f"http://127.0.0.1:{self._front.effective_port}"
+
     def __exit__(self, *exc_info: Any) -> None:
+        if self._front is not None:
+            self._front.close()
         if self._server is not None:
             self._server.stop()
         if self._undo is not None:
@@ -163,9 +182,9 @@ def say(message: str = "") -> None:
 
 
 # -- the engine -------------------------------------------------------------------------------------------------
-def _serve(connection: Any, partition_queries: bool, item_backups: bool) -> None:
+def _serve(connection: Any, partition_queries: bool, item_backups: bool, keep_alive: bool = False) -> None:
     """The child process of a :class:`ChildEngine`: a served engine answering the parent's commands."""
-    with LocalEngine(partition_queries, item_backups) as engine:
+    with LocalEngine(partition_queries, item_backups, keep_alive) as engine:
         connection.send(engine.endpoint_url)
         while True:
             try:
@@ -192,10 +211,12 @@ class ChildEngine:
       (:func:`benchmarks.audit.serve_queries_from_partition`) instead of moto's sort of the whole table.
     :param item_backups: transactions back up the items they touch, not whole tables
       (``ServedMoto(item_backups=True)``).
+    :param keep_alive: serve it through waitress, which keeps connections open as DynamoDB does (werkzeug
+      closes each one).
     """
 
-    def __init__(self, *, partition_queries: bool = True, item_backups: bool = True) -> None:
-        self._options = (partition_queries, item_backups)
+    def __init__(self, *, partition_queries: bool = True, item_backups: bool = True, keep_alive: bool = False) -> None:
+        self._options = (partition_queries, item_backups, keep_alive)
         self._process: Any = None
         self._connection: Any = None
         self.endpoint_url = ""

@@ -5,6 +5,7 @@ threads or async), behind an engine that adds 20 ms to every request (a network 
 
     python -m benchmarks.async_likes                  # about 1 minute
     python -m benchmarks.async_likes --quick          # 300 likes
+    python -m benchmarks.async_likes --keep-alive     # connections kept open, as DynamoDB keeps them (waitress)
 
 The served engine runs in a process of its own (``ChildEngine``), its latency outside its one-request-at-a-time
 lock; each path runs in a fresh process of its own, on posts of its own, and reports its wall time, its CPU time
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from benchmarks._shared import BenchmarkError, ChildEngine, add_common_options, describe_machine, run_main, say, table
 
@@ -60,8 +61,8 @@ def run_path(path: str, endpoint: str, likes: int, tasks: int, threads: int) -> 
     warm = Like(pk=f"POST#{tag}-0", sk="LIKE#WARM", liked_at=0)
     todo = _likes(path, likes)
     if path == PATHS[0]:
-        async def run() -> float:
-            await warm.asave()  # the loop's clients made before the clock starts
+        async def run() -> Tuple[float, float]:
+            await warm.asave()  # the loop's clients made before the clocks start, as the threads' below
             queue: asyncio.Queue[Any] = asyncio.Queue()
             for like in todo:
                 queue.put_nowait(like)
@@ -70,12 +71,12 @@ def run_path(path: str, endpoint: str, likes: int, tasks: int, threads: int) -> 
                 while not queue.empty():
                     await queue.get_nowait().asave()
 
+            cpu = time.process_time()
             start = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(tasks)))
-            return time.perf_counter() - start
+            return time.perf_counter() - start, cpu
 
-        cpu = time.process_time()
-        wall = asyncio.run(run())
+        wall, cpu = asyncio.run(run())
     else:
         warm.save()
         cpu = time.process_time()
@@ -103,9 +104,10 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
         return {}
     likes = 300 if options.quick else options.likes
     say(f"async likes benchmark: {likes} likes on {POSTS} posts, {LATENCY * 1000:.0f} ms added to every request, "
-        f"{options.tasks} tasks / {options.threads} threads, max_pool_connections={POOL}; {describe_machine()}")
+        f"{options.tasks} tasks / {options.threads} threads, max_pool_connections={POOL}, connections "
+        f"{'kept open' if options.keep_alive else 'closed after each request'}; {describe_machine()}")
     figures: Dict[str, Dict[str, Any]] = {}
-    with ChildEngine() as engine:
+    with ChildEngine(keep_alive=options.keep_alive) as engine:
         from benchmarks._models import Post
         from benchmarks._shared import point_models_at
 
@@ -134,6 +136,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--likes", type=int, default=1000)
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="serve the engine through waitress, which keeps connections open as DynamoDB does "
+                             "(werkzeug, the default, closes each one): pip install waitress")
     parser.add_argument("--path", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", help=argparse.SUPPRESS)
     return run_main(run, parser, argv)

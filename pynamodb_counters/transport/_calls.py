@@ -9,8 +9,7 @@ whether to retry, what a refusal means) is written once, in the loop; the driver
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Mapping, Optional, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Mapping, NamedTuple, Optional, Type, TypeVar, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -20,9 +19,8 @@ __all__ = ["Answer", "Call", "Step", "Steps", "Wait"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Call:
-    """One DynamoDB request.
+class Call(NamedTuple):
+    """One DynamoDB request (a named tuple: made once per request, on every counted write's path).
 
     :ivar model: the model whose PynamoDB connection settings send it (endpoint, region, credentials, timeouts,
       headers), and whose connection sends PynamoDB's ``pre_dynamodb_send`` / ``post_dynamodb_send`` for it.
@@ -33,7 +31,7 @@ class Call:
 
     model: Type[Model]
     operation: str
-    parameters: Mapping[str, Any] = field(repr=False)
+    parameters: Mapping[str, Any]
 
     @property
     def table(self) -> Optional[str]:
@@ -42,18 +40,16 @@ class Call:
         return table if isinstance(table, str) else None
 
 
-@dataclass(frozen=True)
-class Wait:
+class Wait(NamedTuple):
     """A backoff of ``seconds`` before the next request, with the retry policy's ``sleep`` (the sync driver calls
     it; the async driver awaits ``asyncio.sleep`` for the default ``time.sleep`` and calls any other, awaiting
     what it returns if it is awaitable)."""
 
     seconds: float
-    sleep: Callable[[float], Any] = field(compare=False, repr=False)
+    sleep: Callable[[float], Any]
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     """What a :class:`Call` got: its ``response``, or the ``error`` it raised (a botocore ``ClientError`` or
     ``BotoCoreError``: both drivers raise botocore's exceptions)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Tuple, Type
 
 import botocore.exceptions
+import pynamodb
 from pynamodb.connection.base import MetaTable
 from pynamodb.constants import (
     BATCH_GET_ITEM,
@@ -41,7 +42,7 @@ from ._resend import DEFAULT_RETRY_POLICY, RetryPolicy, resend
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["asked", "pynamodb_error", "tables_known"]
+__all__ = ["DESCRIBES_ITS_TABLES", "asked", "pynamodb_error", "tables_known"]
 
 _ERRORS: Dict[str, Tuple[Type[Exception], str]] = {
     GET_ITEM: (GetError, "Failed to get item"),
@@ -79,9 +80,14 @@ def asked(call: Call, policy: RetryPolicy = DEFAULT_RETRY_POLICY) -> Steps[Dict[
     return resent.answer.response
 
 
+DESCRIBES_ITS_TABLES = int(pynamodb.__version__.split(".")[0]) >= 6
+"""Whether PynamoDB describes each model's table from the model itself (PynamoDB 6): then nothing is asked."""
+
+
 def tables_known(models: Iterable[Type[Model]]) -> Steps[None]:
     """Make each model's connection know its table's description, asking DynamoDB (DescribeTable) where it does
-    not (PynamoDB 5 before its first request for the table), as PynamoDB's ``describe_table()`` would."""
+    not (PynamoDB 5 before its first request for the table), as PynamoDB's ``describe_table()`` would. Callers on
+    the path of every write skip it where :data:`DESCRIBES_ITS_TABLES`."""
     for model in models:
         connection: Any = model._get_connection().connection
         table = model.Meta.table_name

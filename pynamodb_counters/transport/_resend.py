@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import botocore.exceptions
 
@@ -119,8 +119,7 @@ _rng = random.Random()
 DEFAULT_RETRY_POLICY = RetryPolicy()
 
 
-@dataclass(frozen=True)
-class Resent:
+class Resent(NamedTuple):
     """What :func:`resend` ended with.
 
     :ivar answer: the last answer: a response, or an error retrying cannot fix.

@@ -47,7 +47,7 @@ from ..signals import (
     send_safely,
 )
 from ..transport._calls import Steps
-from ..transport._pynamodb import tables_known
+from ..transport._pynamodb import DESCRIBES_ITS_TABLES, tables_known
 from ..transport._sync import run
 from ._actions import Action, ChildAction, ChildEdit
 from ._deltas import Attempt, counted_from, decide, names_parents
@@ -260,7 +260,8 @@ def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery
     """The loop (see the module's docstring)."""
     first = [recovery for recovery in recoveries if not recovery.new_transaction]
     last = [recovery for recovery in recoveries if recovery.new_transaction]
-    yield from tables_known(work.models)
+    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: the tables described before any request is built
+        yield from tables_known(work.models)
     yield from work.read_unknown()
     while not work.emptied:
         planned = work.plan()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 from pynamodb.constants import ALL_NEW, ATTRIBUTES, DELETE_ITEM, GET_ITEM, ITEM, KEY, PUT_ITEM, UPDATE_ITEM
 
 from ..transport._calls import Call, Steps
-from ..transport._pynamodb import asked, tables_known
+from ..transport._pynamodb import DESCRIBES_ITS_TABLES, asked, tables_known
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -33,7 +33,8 @@ def item_updated(instance: Any, actions: List[Action], condition: Optional[Condi
     if not isinstance(actions, list) or len(actions) == 0:
         raise TypeError("the value of `actions` is expected to be a non-empty list")
     model: Any = type(instance)
-    yield from tables_known([model])
+    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
+        yield from tables_known([model])
     hash_key, range_key = instance._get_hash_range_key_serialized_values()
     version_condition = instance._handle_version_attribute(actions=actions)
     if add_version_condition and version_condition is not None:
@@ -56,7 +57,8 @@ def item_deleted(instance: Any, condition: Optional[Condition] = None, *,
     :raises DeleteError: PynamoDB's, as its ``delete()`` raises it.
     """
     model: Any = type(instance)
-    yield from tables_known([model])
+    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
+        yield from tables_known([model])
     hash_key, range_key = instance._get_hash_range_key_serialized_values()
     version_condition = instance._handle_version_attribute()
     if add_version_condition and version_condition is not None:
@@ -73,7 +75,8 @@ def item_saved(instance: Any, condition: Optional[Condition] = None, *,
     :raises PutError: PynamoDB's, as its ``save()`` raises it.
     """
     model: Any = type(instance)
-    yield from tables_known([model])
+    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
+        yield from tables_known([model])
     args, kwargs = instance._get_save_args(condition=condition, add_version_condition=add_version_condition)
     request = model._get_connection().get_operation_kwargs(*args, range_key=kwargs.get("range_key"), key=ITEM,
                                                            attributes=kwargs["attributes"],
@@ -90,7 +93,8 @@ def item_got(model: Any, hash_key: Any, range_key: Any = None, consistent_read: 
     :raises DoesNotExist: the model's own, where there is no such item.
     :raises GetError: PynamoDB's, as its ``get()`` raises it.
     """
-    yield from tables_known([model])
+    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
+        yield from tables_known([model])
     hash_key, range_key = model._serialize_keys(hash_key, range_key)
     request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key,
                                                            consistent_read=consistent_read,
@@ -109,7 +113,8 @@ def item_refreshed(instance: Any, consistent_read: bool = False) -> Steps[None]:
     :raises GetError: PynamoDB's, as its ``refresh()`` raises it.
     """
     model: Any = type(instance)
-    yield from tables_known([model])
+    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
+        yield from tables_known([model])
     hash_key, range_key = instance._get_hash_range_key_serialized_values()
     request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key,
                                                            consistent_read=consistent_read)
