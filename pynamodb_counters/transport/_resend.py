@@ -132,19 +132,18 @@ class Resent(NamedTuple):
     ambiguous: bool
 
 
-def resend(call: Call, policy: RetryPolicy, label: str, *, made: int = 0,
-           on_request: Optional[Callable[[], None]] = None,
-           exhausted: Optional[Callable[[str, int, BaseException, bool], RetriesExhaustedError]] = None
-           ) -> Steps[Resent]:
+def resend(call: Call, policy: RetryPolicy, what: str, *, made: int = 0,
+           on_request: Optional[Callable[[], None]] = None, token: Optional[str] = None,
+           advice: str = "") -> Steps[Resent]:
     """Ask for ``call`` until it is answered with a response or an error retrying cannot fix (:func:`classify`),
     within ``policy``: transient failures are asked again after the policy's backoff.
 
-    :param label: what the request is, for the log (``"counted write <token>"``, ``"update of <table>"``).
+    :param what: what the request is, for the log and the error (``"counted write"``, ``"update of <table>"``).
     :param made: the requests the same write made before (its earlier rounds): they count against
       ``policy.max_attempts``, this resend making at least one.
     :param on_request: called once per request answered (with a response or an error), whatever the outcome.
-    :param exhausted: the error to raise when transient failures outlast the policy (given the label, the
-      attempts, the last error, whether one may have been applied); by default a plain one naming the label.
+    :param token: the request's ``ClientRequestToken``, named in the log and carried by the error.
+    :param advice: what the error adds after saying whether the request may have been applied.
     :raises RetriesExhaustedError: transient failures outlasted ``policy.max_attempts``.
     """
     ambiguous = False
@@ -160,13 +159,10 @@ def resend(call: Call, policy: RetryPolicy, label: str, *, made: int = 0,
             return Resent(answer, attempt - made, ambiguous)
         ambiguous = ambiguous or failure.ambiguous
         last = answer.error
-        log.info("%s: attempt %d/%d failed (%s%s)", label, attempt, last_attempt, failure.reason,
-                 ", may have been applied" if failure.ambiguous else "")
+        log.info("%s%s: attempt %d/%d failed (%s%s)", what, "" if token is None else f" {token}", attempt,
+                 last_attempt, failure.reason, ", may have been applied" if failure.ambiguous else "")
         if attempt < last_attempt:
             yield policy.wait(attempt)
-    assert last is not None
-    if exhausted is not None:
-        raise exhausted(label, last_attempt, last, ambiguous)
     outcome = "may or may not have been applied" if ambiguous else "was not applied"
-    raise RetriesExhaustedError(f"{label} gave up after {last_attempt} attempts (last: {last}); it {outcome}", last,
-                                attempts=last_attempt, ambiguous=ambiguous, token=None)
+    raise RetriesExhaustedError(f"{what} gave up after {last_attempt} attempts (last: {last}); it {outcome}{advice}",
+                                last, attempts=last_attempt, ambiguous=ambiguous, token=token)

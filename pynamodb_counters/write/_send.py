@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
 import botocore.exceptions
 from pynamodb.constants import TRANSACT_WRITE_ITEMS, UPDATE_ITEM
 
-from ..exceptions import IdempotencyMismatchError, RetriesExhaustedError, TransactionError
+from ..exceptions import IdempotencyMismatchError, TransactionError
 from ..transport._calls import Call, Steps
 from ..transport._exchange import pynamodb_connection
 from ..transport._resend import DEFAULT_RETRY_POLICY, RETRYABLE_REASONS, Failure, RetryPolicy, classify, resend
@@ -68,8 +68,8 @@ def transact(model: Type[Model], items: List[Dict[str, Any]], token: str, *, pol
     """
     call = Call(model, TRANSACT_WRITE_ITEMS, dict(TransactItems=items, ClientRequestToken=token,
                                                   ReturnConsumedCapacity=return_consumed_capacity))
-    resent = yield from resend(call, policy or DEFAULT_RETRY_POLICY, f"counted write {token}", made=made,
-                               on_request=on_request, exhausted=_gave_up(token))
+    resent = yield from resend(call, policy or DEFAULT_RETRY_POLICY, "counted write", made=made,
+                               on_request=on_request, token=token, advice=SAFE_TO_RETRY)
     error = resent.answer.error
     if error is None:
         return Sent(resent.answer.response, None, None, resent.attempts, resent.ambiguous)
@@ -85,14 +85,8 @@ def transact(model: Type[Model], items: List[Dict[str, Any]], token: str, *, pol
     raise TransactionError(f"DynamoDB rejected the transaction: {error}", error) from error
 
 
-def _gave_up(token: str) -> Callable[[str, int, BaseException, bool], RetriesExhaustedError]:
-    def exhausted(_: str, attempts: int, last: BaseException, ambiguous: bool) -> RetriesExhaustedError:
-        outcome = "may or may not have been applied" if ambiguous else "was not applied"
-        return RetriesExhaustedError(
-            f"counted write gave up after {attempts} attempts (last: {last}); it {outcome}. Counters stay exact "
-            f"either way: the same write can be retried safely", last, attempts=attempts, ambiguous=ambiguous,
-            token=token)
-    return exhausted
+SAFE_TO_RETRY = ". Counters stay exact either way: the same write can be retried safely"
+"""What a counted write's ``RetriesExhaustedError`` adds."""
 
 
 def send(model: Type[Model], items: List[Dict[str, Any]], token: str, *, policy: Optional[RetryPolicy] = None,
