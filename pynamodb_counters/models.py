@@ -487,6 +487,7 @@ def _one_committed(write: Write, retry: Optional[RetryPolicy], chosen: str,
         if quiet is MissingChildError:
             return WriteResult(token=chosen, missing=True)
         raise
+    assert outcome is not None  # see committing()
     if not isinstance(outcome, Rejected):
         return outcome.result
     if quiet is not None and isinstance(outcome.error, quiet):

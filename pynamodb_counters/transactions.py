@@ -132,6 +132,7 @@ class CountedTransaction:
         self._sent = True
         outcome = yield from committing(self._pending, self.token, self.retry_policy(),
                                         return_consumed_capacity=self.return_consumed_capacity)
+        assert outcome is not None  # see committing()
         if isinstance(outcome, Rejected):
             self.token = outcome.plan.token
             outcome.raise_error()

@@ -158,6 +158,12 @@ class UnitOfWork:
                           for position, (write, counting) in enumerate(zip(self.writes, self.attempt.countings)))
         return plan(self.writes, decisions, self.token, out, self.attempt.floors)
 
+    @property
+    def unknown(self) -> bool:
+        """Whether a counted write needs what :meth:`read_unknown` reads (a save never does)."""
+        return any(counting is not None and counting.basis is None and write.kind not in _KNOWN
+                   for write, counting in zip(self.writes, self.attempt.countings))
+
     def read_unknown(self) -> Steps[None]:
         """Read the stored child (one strongly consistent GetItem) where a counted write needs it and does not
         know it: a delete of an instance that cannot name its parents (built from its key alone), an update of an
@@ -167,7 +173,7 @@ class UnitOfWork:
         """
         countings = list(self.attempt.countings)
         for position, (write, counting) in enumerate(zip(self.writes, countings)):
-            if counting is None or counting.basis is not None or write.kind in (WriteKind.SAVE, WriteKind.STREAMED):
+            if counting is None or counting.basis is not None or write.kind in _KNOWN:
                 continue  # a stream record's write is counted from its images
             assert write.instance is not None
             if write.kind is WriteKind.DELETE and names_parents(write.model, write.instance, -1):
@@ -216,26 +222,27 @@ def commit(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = 
            return_consumed_capacity: str = "TOTAL",
            on_request: Optional[Callable[[], None]] = None) -> Union[Committed, Rejected]:
     """:func:`committing`, sent by the sync driver."""
-    return run(committing(writes, token, policy, return_consumed_capacity=return_consumed_capacity,
-                          on_request=on_request))
+    outcome = run(committing(writes, token, policy, return_consumed_capacity=return_consumed_capacity,
+                             on_request=on_request))
+    assert outcome is not None  # see committing()
+    return outcome
 
 
 def committing(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy] = None, *,
                return_consumed_capacity: str = "TOTAL",
-               on_request: Optional[Callable[[], None]] = None) -> Steps[Union[Committed, Rejected]]:
+               on_request: Optional[Callable[[], None]] = None) -> Steps[Union[Committed, Rejected, None]]:
     """Commit ``writes`` as one TransactWriteItems, all or nothing (see the module's loop; the recoveries are
     ``_recoveries.RECOVERIES``).
 
     :param on_request: called once per request made, whatever its outcome (see ``_send.transact``).
-    :returns: the committed write, or the :class:`Rejected` plan.
+    :returns: the committed write, or the :class:`Rejected` plan (never ``None``: only a recovery answering a
+      standing refusal leaves every write out, and these never do).
     :raises MissingChildError: a key-only delete, or an update of an instance never loaded, of a child that does
       not exist; nothing was written.
     :raises CounterError: a plan DynamoDB would refuse, a request it rejects, retries exhausted.
     """
-    outcome = yield from _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES,
-                                 return_consumed_capacity, on_request, None)
-    assert outcome is not None  # only a recovery answering a standing refusal leaves writes out
-    return outcome
+    return _commit(UnitOfWork(writes, token), policy or DEFAULT_RETRY_POLICY, RECOVERIES, return_consumed_capacity,
+                   on_request, None)  # its recoveries never leave every write out: it ends with a plan, not None
 
 
 def commit_in_part(writes: Sequence[Write], token: str, policy: Optional[RetryPolicy], recoveries: Sequence[Recovery],
@@ -262,7 +269,8 @@ def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery
     last = [recovery for recovery in recoveries if recovery.new_transaction]
     if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: the tables described before any request is built
         yield from tables_known(work.models)
-    yield from work.read_unknown()
+    if work.unknown:
+        yield from work.read_unknown()
     while not work.emptied:
         planned = work.plan()
         try:
@@ -291,6 +299,10 @@ def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery
             if on_left_out is not None:
                 on_left_out(position, why)
     return None
+
+
+_KNOWN = (WriteKind.SAVE, WriteKind.STREAMED)
+"""The writes counted from what they hold (a save, a stream record's images): nothing to read first."""
 
 
 def policy_for(writes: Sequence[Write], retry: Optional[RetryPolicy] = None) -> Optional[RetryPolicy]:
