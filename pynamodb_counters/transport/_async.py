@@ -19,15 +19,14 @@ import botocore.exceptions
 from ..exceptions import MissingExtraError
 from ._calls import Answer, Call, Steps, Wait
 from ._exchange import (
-    announce,
+    BOTOCORE_ERRORS,
+    Exchange,
     client_settings,
     extra_headers_hook,
     method_of,
     not_made,
     pynamodb_connection,
-    settled,
 )
-from ._intercept import on_request, on_response
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
@@ -64,23 +63,22 @@ async def _wait(step: Wait) -> None:
 
 
 async def request(call: Call) -> Answer:
-    """Send ``call`` once, with PynamoDB's send signals around it and the seam's interceptors (``_intercept``).
+    """Send ``call`` once, with PynamoDB's send signals around it and the seam's interceptors
+    (``_exchange.Exchange``).
 
     :raises MissingExtraError: aiobotocore is not installed (naming the install command).
     :raises TransactionError: the client cannot be made (no region, bad credentials settings...).
     """
     sender = pynamodb_connection(call.model)
     client = await client_of(call.model, sender)
-    ticket = announce(sender, call)
+    exchange = Exchange(call, sender)
+    if exchange.answer is not None:
+        return exchange.answer
     try:
-        response = on_request(call)
-        if response is None:
-            response = await getattr(client, method_of(call.operation))(**call.parameters)
-            response = on_response(call, response)
-    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as error:
-        return Answer(error=error)
-    settled(sender, call, ticket)
-    return Answer(response)
+        response = await getattr(client, method_of(call.operation))(**call.parameters)
+    except BOTOCORE_ERRORS as error:
+        return exchange.failed(error)
+    return exchange.received(response)
 
 
 class _LoopClients:

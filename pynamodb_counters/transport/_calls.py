@@ -56,13 +56,6 @@ class Answer(NamedTuple):
     response: Optional[Dict[str, Any]] = None
     error: Optional[BaseException] = None
 
-    def result(self) -> Dict[str, Any]:
-        """The response, or the error raised."""
-        if self.error is not None:
-            raise self.error
-        assert self.response is not None
-        return self.response
-
 
 Step = Union[Call, Wait]
 Steps = Generator[Step, Optional[Answer], T]

@@ -1,26 +1,73 @@
 """
-What both drivers do around each request, written once: PynamoDB's send signals, the seam's interceptors, the
-client settings read from the model's PynamoDB connection, and the error for a client that cannot be made.
+What both drivers do around each request, written once: PynamoDB's send signals and the seam's interceptors
+(:class:`Exchange`), the client settings read from the model's PynamoDB connection, and the error for a client
+that cannot be made. A driver only makes the client and sends.
 """
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
 
+import botocore.exceptions
 from botocore import xform_name
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from ..exceptions import TransactionError
-from ._calls import Call
+from ._calls import Answer, Call
+from ._intercept import on_request, on_response
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.models import Model
 
-__all__ = ["announce", "client_settings", "extra_headers_hook", "method_of", "not_made", "pynamodb_connection",
-           "settled"]
+__all__ = ["BOTOCORE_ERRORS", "Exchange", "announce", "client_settings", "extra_headers_hook", "method_of",
+           "not_made", "pynamodb_connection", "settled"]
 
 log = logging.getLogger("pynamodb_counters.write._send")
+
+
+BOTOCORE_ERRORS: Tuple[Type[Exception], ...] = (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError)
+"""What a request may fail with, under either driver (aiobotocore raises botocore's exceptions)."""
+
+
+class Exchange:
+    """One request's bookkeeping, the same under both drivers. Made once the client is (a client that cannot be
+    made raises before any signal): it sends PynamoDB's ``pre_dynamodb_send`` and asks the seam's interceptors;
+    where one answered or failed the request unsent, :attr:`answer` holds that. Else the driver sends
+    :attr:`call` and hands over the response (:meth:`received`) or the botocore error (:meth:`failed`).
+    """
+
+    __slots__ = ("call", "sender", "ticket", "answer")
+
+    def __init__(self, call: Call, sender: Any) -> None:
+        self.call = call
+        self.sender = sender
+        self.ticket = announce(sender, call)
+        self.answer: Optional[Answer] = None
+        try:
+            canned = on_request(call)
+        except BOTOCORE_ERRORS as error:
+            self.answer = Answer(error=error)
+        else:
+            if canned is not None:
+                self.answer = self._settled(canned)
+
+    def received(self, response: Dict[str, Any]) -> Answer:
+        """The answer to a response DynamoDB sent, as the interceptors pass it on (one may lose it)."""
+        try:
+            response = on_response(self.call, response)
+        except BOTOCORE_ERRORS as error:
+            return Answer(error=error)
+        return self._settled(response)
+
+    @staticmethod
+    def failed(error: BaseException) -> Answer:
+        """The answer to a request that raised a botocore error (PynamoDB sends no ``post_dynamodb_send``)."""
+        return Answer(error=error)
+
+    def _settled(self, response: Dict[str, Any]) -> Answer:
+        settled(self.sender, self.call, self.ticket)
+        return Answer(response)
 
 
 def pynamodb_connection(model: Type[Model]) -> Any:

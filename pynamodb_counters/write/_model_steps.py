@@ -1,7 +1,8 @@
 """
 PynamoDB's own item operations (a model's ``update()``, ``delete()``, ``save()``, ``get()`` and ``refresh()``) as
-decision loops of the port: each builds its request with PynamoDB's own steps (its key serialization, its version
-handling, its connection's ``get_operation_kwargs``), yields it, and loads the answer as PynamoDB does
+decision loops of the port: each builds its request with PynamoDB's own steps (its ``get_update_kwargs_from_instance``
+and ``get_delete_kwargs_from_instance``, seen past the mixin's guards; its save arguments and key serialization;
+its connection's ``get_operation_kwargs``), yields it, and loads the answer as PynamoDB does
 (``deserialize()``, ``from_raw_data()``, its ``DoesNotExist`` and its errors, with the same texts).
 
 What a parent's own writes send, and what the async methods of a model that counts nothing (or of any model inside
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from pynamodb.constants import ALL_NEW, ATTRIBUTES, DELETE_ITEM, GET_ITEM, ITEM, KEY, PUT_ITEM, UPDATE_ITEM
+from pynamodb.constants import ALL_NEW, ATTRIBUTES, DELETE_ITEM, GET_ITEM, ITEM, PUT_ITEM, RETURN_VALUES, UPDATE_ITEM
 
 from ..transport._calls import Call, Steps
 from ..transport._pynamodb import DESCRIBES_ITS_TABLES, asked, tables_known
+from ._actions import pynamodb_view
 
 if TYPE_CHECKING:  # pragma: no cover
     from pynamodb.expressions.condition import Condition
@@ -35,12 +37,9 @@ def item_updated(instance: Any, actions: List[Action], condition: Optional[Condi
     model: Any = type(instance)
     if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
         yield from tables_known([model])
-    hash_key, range_key = instance._get_hash_range_key_serialized_values()
-    version_condition = instance._handle_version_attribute(actions=actions)
-    if add_version_condition and version_condition is not None:
-        condition &= version_condition
-    request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key, key=KEY, actions=actions,
-                                                           condition=condition, return_values=ALL_NEW)
+    request = pynamodb_view(instance).get_update_kwargs_from_instance(  # PynamoDB's own, version included
+        actions, condition, add_version_condition=add_version_condition)
+    request[RETURN_VALUES] = ALL_NEW  # as its update() asks
     data = yield from asked(Call(model, UPDATE_ITEM, request))
     item = data[ATTRIBUTES]
     stored = instance._get_discriminator_class(item)
@@ -59,12 +58,8 @@ def item_deleted(instance: Any, condition: Optional[Condition] = None, *,
     model: Any = type(instance)
     if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
         yield from tables_known([model])
-    hash_key, range_key = instance._get_hash_range_key_serialized_values()
-    version_condition = instance._handle_version_attribute()
-    if add_version_condition and version_condition is not None:
-        condition &= version_condition
-    request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key, key=KEY,
-                                                           condition=condition)
+    request = pynamodb_view(instance).get_delete_kwargs_from_instance(  # PynamoDB's own, version included
+        condition, add_version_condition=add_version_condition)
     return (yield from asked(Call(model, DELETE_ITEM, request)))
 
 
