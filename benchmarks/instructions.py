@@ -19,7 +19,12 @@ same interpreter, packages and inputs whatever else the machine runs. The paths 
 * **minimal like by hand**: the least a user writes by hand with PynamoDB for a counted like: the like's Put with
   ``attribute_not_exists`` and an ``ADD 1`` to its post's counter with ``attribute_exists``, one
   TransactWriteItems through the like model's connection (no write id, sequence, feeder record or token:
-  :func:`save_minimal`).
+  :func:`save_minimal`);
+* **botocore: the counted request** and **botocore: the minimal request**: the very request the counted save
+  sends, and the minimal like's, each captured once and then sent again and again through PynamoDB's botocore
+  client: what botocore alone spends on each request (serializing, endpoint, signing, parsing the answer), so
+  that the gap between the counted save and the minimal like splits into botocore's part (the counted request's
+  larger body: the write id, sequence, feeder record, ``ALL_OLD``) and the library's own code.
 
 Each path runs in its own process under ``valgrind --tool=callgrind`` twice (``PYTHONHASHSEED=0``): 20 saves to
 warm up and then 50, and 20 and then 50 plus ``--saves``; the difference of the two totals, divided by
@@ -29,6 +34,7 @@ for. Each process checks that each save sent exactly one TransactWriteItems. Nee
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -40,9 +46,13 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from benchmarks._shared import BenchmarkError, add_common_options, describe_machine, run_main, say, table
 
-PATHS = ("counted save()", "PynamoDB", "PynamoDB TransactWrite", "minimal like by hand")
+PATHS = ("counted save()", "PynamoDB", "PynamoDB TransactWrite", "minimal like by hand",
+         "botocore: the counted request", "botocore: the minimal request")
 BASELINE = "PynamoDB"
 MINIMAL = "minimal like by hand"
+REQUESTS = {"botocore: the counted request": "counted save()", "botocore: the minimal request": MINIMAL}
+"""The two paths that send one request, built once, through botocore alone: what botocore spends on the counted
+request's bytes against the minimal one's, apart from building either."""
 WARM, FIRST = 20, 50
 """Saves to warm up, and the saves of the shorter of each path's two runs."""
 
@@ -74,9 +84,14 @@ def child(path: str, saves: int) -> int:
 
     use_dummy_credentials()
     point_models_at([Post, Like, PlainPost, PlainLike], NOWHERE)  # never reached: every request is answered
-    save: Any = {"counted save()": lambda like: like.save(), "PynamoDB": overhead.save_plain,
-                 "PynamoDB TransactWrite": overhead.save_transact_write, MINIMAL: save_minimal}[path]
-    make = overhead.likes if path == "counted save()" else overhead.plain_likes
+    saves_of: Dict[str, Any] = {"counted save()": lambda like: like.save(), "PynamoDB": overhead.save_plain,
+                                "PynamoDB TransactWrite": overhead.save_transact_write, MINIMAL: save_minimal}
+    if path in REQUESTS:
+        save = _resend(_captured(REQUESTS[path], saves_of[REQUESTS[path]]), PlainLike._get_connection())
+        make = overhead.plain_likes
+    else:
+        save = saves_of[path]
+        make = overhead.likes if path == "counted save()" else overhead.plain_likes
     with overhead.CannedResponses() as canned:
         for number, count in ((0, WARM), (1, saves)):
             for like in make(count, number, "i-"):
@@ -86,6 +101,25 @@ def child(path: str, saves: int) -> int:
         print(f"{WARM + saves} saves of {path} made {dict(canned.by_operation)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _captured(path: str, save: Any) -> Dict[str, Any]:
+    """The parameters of the TransactWriteItems one save of ``path`` sends (its body, parsed)."""
+    from benchmarks import overhead
+
+    make = overhead.likes if path == "counted save()" else overhead.plain_likes
+    with overhead.CannedResponses() as canned:
+        canned.keep_bodies = True
+        save(make(1, 0, "c-")[0])
+    parameters: Dict[str, Any] = json.loads(canned.bodies[-1])
+    return parameters
+
+
+def _resend(parameters: Dict[str, Any], connection: Any) -> Any:
+    """A save that sends ``parameters`` again through ``connection``'s botocore client, whatever like it is
+    given."""
+    client = connection.connection.client
+    return lambda like: client.transact_write_items(**parameters)
 
 
 def instructions(path: str, saves: int, folder: str) -> int:
@@ -128,10 +162,15 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
     ratio = per_save[PATHS[0]] / base
     seconds = time.perf_counter() - started
     minimal = per_save[PATHS[0]] / per_save[MINIMAL]
+    gap = per_save[PATHS[0]] - per_save[MINIMAL]
+    bytes_gap = per_save["botocore: the counted request"] - per_save["botocore: the minimal request"]
     say(f"counted save() / {BASELINE} = {ratio:.3f}x in instructions; / {MINIMAL} = {minimal:.3f}x; "
         f"{seconds:.0f} s")
+    say(f"the counted save's {gap:,.0f} instructions over the minimal like: {bytes_gap:,.0f} botocore sending the "
+        f"larger request, {gap - bytes_gap:,.0f} the rest (building, the decision loop, the driver)")
     return {"instructions": {"saves": saves, "warm": WARM, "first": FIRST, "per_save": per_save,
-                             "totals": totals, "ratio": ratio, "minimal_ratio": minimal, "seconds": seconds}}
+                             "totals": totals, "ratio": ratio, "minimal_ratio": minimal, "seconds": seconds,
+                             "gap": gap, "botocore_gap": bytes_gap}}
 
 
 def parser() -> argparse.ArgumentParser:
