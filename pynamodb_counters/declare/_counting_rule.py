@@ -59,15 +59,7 @@ class CountingRule:
         on = child if reader is None else reader
         if self.when is not None and not self.counts(child, on):
             return None
-        try:  # parent_key(), inlined: the path of every counted write
-            raw = self.key(on)
-        except Exception as error:  # a user function: any failure means the child cannot name its parent
-            if on is child:
-                raise key_failed(self.relation, child, error) from error
-            raw = self._run(None, self.key, child, on)
-        key = raw if type(raw) is tuple else tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-        if len(key) != self.key_size or None in key:
-            key = normalize_key(self.parent_model, raw, KeyFunctionOf(self.relation))  # it says what is wrong
+        key = self.parent_key(child, on)
         delta = sign if self.amount is None else sign * self.amount_of(child, on)
         shards = self.shards
         return CounterChange(self.parent_model, key, self.attribute, delta,
@@ -103,7 +95,12 @@ class CountingRule:
 
         :raises ParentKeyError: the key function failed, or returned the wrong shape or a missing value.
         """
-        raw = self._run(None, self.key, child, on)
+        try:  # _run(), inlined: the path of every counted write
+            raw = self.key(child if on is None else on)
+        except Exception as error:  # a user function: any failure means the child cannot name its parent
+            if on is None or on is child:
+                raise key_failed(self.relation, child, error) from error
+            raw = self._on_child(None, self.key, child)
         key = raw if type(raw) is tuple else tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
         if len(key) != self.key_size or None in key:
             key = normalize_key(self.parent_model, raw, KeyFunctionOf(self.relation))  # it says what is wrong
@@ -111,9 +108,7 @@ class CountingRule:
 
     def _run(self, option: Optional[str], function: Callable[[Any], Any], child: Any, on: Any) -> Any:
         """``function(on)``, a user function (``option=``; ``None`` for the key function), ``on`` being ``child``
-        or its recorder. Failing on the recorder (which is not an instance of the child's class: ``super()`` in a
-        property, ``type(child)``), it runs on the child itself: what it read before failing is recorded, and the
-        child is counted as the function counts it, or refused with its own failure.
+        or its recorder; failing on the recorder, it runs on the child itself (:meth:`_on_child`).
 
         :raises ChildValueError: ``when=`` or ``amount=`` failed on ``child``.
         :raises ParentKeyError: the key function failed on ``child``.
@@ -123,9 +118,15 @@ class CountingRule:
         except Exception as error:  # a user function: any failure means the child cannot be counted
             if on is None or on is child:
                 raise _failed(self.relation, option, child, error) from error
+        return self._on_child(option, function, child)
+
+    def _on_child(self, option: Optional[str], function: Callable[[Any], Any], child: Any) -> Any:
+        """``function(child)`` after it failed on the child's recorder (which is not an instance of the child's
+        class: ``super()`` in a property, ``type(child)``): what it read before failing is recorded, and the child
+        is counted as the function counts it, or refused with its own failure."""
         try:
             return function(child)
-        except Exception as error:
+        except Exception as error:  # a user function: any failure means the child cannot be counted
             raise _failed(self.relation, option, child, error) from error
 
 

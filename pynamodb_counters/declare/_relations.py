@@ -279,12 +279,18 @@ class Relation:
         counter's shards change: what :meth:`applies`, :meth:`amount`, :meth:`parent_key` and :meth:`changes` ask,
         as counted writes do."""
         rule = self._rule
+        if rule is None or rule.shards != self.counter.shards:
+            rule = self._compile_counting()
+        return rule
+
+    def _compile_counting(self) -> CountingRule:
+        """Compile the relation's counting rule afresh and keep it (the write path's spec, compiled again when
+        specs are dropped, shares it: ``declare._spec.compile_relation``)."""
         counter = self.counter
-        if rule is None or rule.shards != counter.shards:
-            assert counter.name is not None
-            rule = CountingRule.compiled(self, self.parent_model, counter.name, self._key, self._when,
-                                         self._amount, counter.shards)
-            object.__setattr__(self, "_rule", rule)  # a memo: the declaration itself stays immutable
+        assert counter.name is not None
+        rule = CountingRule.compiled(self, self.parent_model, counter.name, self._key, self._when, self._amount,
+                                     counter.shards)
+        object.__setattr__(self, "_rule", rule)  # a memo: the declaration itself stays immutable
         return rule
 
     def applies(self, child: Model) -> bool:

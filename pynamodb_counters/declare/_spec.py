@@ -104,13 +104,10 @@ class RelationSpec:
       (the parent's and the child's table names it was compiled with: a table renamed at run time asks the
       declaration again).
     :ivar shards: the counter's shards.
-    :ivar key_size: how many values the parent's key holds (1, or 2 with a range key): the shape a key function's
-      result is normalised to (:func:`~pynamodb_counters.declare._relations.normalize_key` says what is wrong).
-    :ivar key: the key function.
-    :ivar when: ``when=``, or ``None``.
-    :ivar amount: ``amount=``, or ``None``.
-    :ivar functions: the three, as :attr:`Relation.functions <pynamodb_counters.Relation.functions>`.
-    :ivar rule: the counting rule the three make (``_counting_rule``): what a counted write counts a child as.
+    :ivar functions: the key function, ``when=`` and ``amount=``, as :attr:`Relation.functions
+      <pynamodb_counters.Relation.functions>`.
+    :ivar rule: the counting rule they make (``_counting_rule``), the relation's own: what a counted write and an
+      audit count a child as.
     :ivar reads: the child attributes declared with ``reads=``.
     :ivar create_parent: whether the parent is created by its first count.
     :ivar parent_defaults: the function giving a created parent's defaults, or ``None``.
@@ -124,10 +121,6 @@ class RelationSpec:
     feeder_entry: str
     tables: Tuple[str, str]
     shards: int
-    key_size: int
-    key: Callable[[Any], Any]
-    when: Optional[Callable[[Any], Any]]
-    amount: Optional[Callable[[Any], Any]]
     functions: Tuple[Any, ...]
     reads: FrozenSet[str]
     create_parent: bool
@@ -142,13 +135,11 @@ class RelationSpec:
 def compile_relation(relation: Relation) -> RelationSpec:
     """``relation`` as the write path reads it (see :class:`RelationSpec`), its parent's spec built if need be."""
     parent, counter = relation.parent_model, relation.counter
-    key, when, amount = relation._key, relation._when, relation._amount  # as its per-child methods run them
     assert counter.name is not None
     return RelationSpec(relation, parent, spec_of(parent), counter.name, relation.feeder_entry,
-                        (parent.Meta.table_name, relation.child_model.Meta.table_name),
-                        counter.shards, 2 if parent._range_keyname else 1, key, when, amount, (key, when, amount),
-                        relation.reads, relation.create_parent, relation._parent_defaults, relation.expiries,
-                        CountingRule.compiled(relation, parent, counter.name, key, when, amount, counter.shards))
+                        (parent.Meta.table_name, relation.child_model.Meta.table_name), counter.shards,
+                        relation.functions, relation.reads, relation.create_parent, relation._parent_defaults,
+                        relation.expiries, relation._compile_counting())
 
 
 _UNCOUNTED = ModelSpec({}, ())

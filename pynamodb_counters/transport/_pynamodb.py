@@ -36,7 +36,7 @@ from pynamodb.exceptions import (
     UpdateError,
 )
 
-from ._calls import Call, Steps
+from ._calls import Call, Step, Steps
 from ._resend import DEFAULT_RETRY_POLICY, RetryPolicy, resend
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,10 +84,15 @@ DESCRIBES_ITS_TABLES = int(pynamodb.__version__.split(".")[0]) >= 6
 """Whether PynamoDB describes each model's table from the model itself (PynamoDB 6): then nothing is asked."""
 
 
-def tables_known(models: Iterable[Type[Model]]) -> Steps[None]:
-    """Make each model's connection know its table's description, asking DynamoDB (DescribeTable) where it does
-    not (PynamoDB 5 before its first request for the table), as PynamoDB's ``describe_table()`` would. Callers on
-    the path of every write skip it where :data:`DESCRIBES_ITS_TABLES`."""
+def tables_known(models: Iterable[Type[Model]]) -> Iterable[Step]:
+    """The steps that make each model's connection know its table's description before a request is built:
+    none on PynamoDB 6 (:data:`DESCRIBES_ITS_TABLES`), which describes a table from its model, and no generator
+    made on the path of every write; on PynamoDB 5, a DescribeTable asked for each table its connection does not
+    know yet, as PynamoDB's ``describe_table()`` would."""
+    return () if DESCRIBES_ITS_TABLES else _described(models)
+
+
+def _described(models: Iterable[Type[Model]]) -> Steps[None]:
     for model in models:
         connection: Any = model._get_connection().connection
         table = model.Meta.table_name

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Iterator, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .._write_results import CounterChange, WriteResult
 from ..exceptions import (
@@ -47,7 +47,7 @@ from ..signals import (
     send_safely,
 )
 from ..transport._calls import Steps
-from ..transport._pynamodb import DESCRIBES_ITS_TABLES, tables_known
+from ..transport._pynamodb import tables_known
 from ..transport._sync import run
 from ._actions import Action, ChildAction, ChildEdit
 from ._deltas import Attempt, counted_from, decide, names_parents
@@ -130,16 +130,14 @@ class UnitOfWork:
         self.used: List[Recovery] = []
         self.applied: Counter[Recovery] = Counter()
 
-    @property
-    def models(self) -> List[Type[Any]]:
-        """Every model the writes' requests are built for: the writes' own and their relations' parents (each
-        connection must know its table before a request is built, ``_pynamodb.tables_known``)."""
-        models: Dict[Type[Any], None] = {}
+    def models(self) -> Iterator[Type[Any]]:
+        """Every model the writes' requests are built for, lazily (asked on PynamoDB 5 only): the writes' own and
+        their relations' parents (each connection must know its table before a request is built,
+        ``_pynamodb.tables_known``, which skips a table already known)."""
         for write in self.writes:
-            models[write.model] = None
+            yield write.model
             for relation in model_spec(write.model).declared:
-                models[relation.parent_model] = None
-        return list(models)
+                yield relation.parent_model
 
     @property
     def emptied(self) -> bool:
@@ -267,8 +265,7 @@ def _commit(work: UnitOfWork, policy: RetryPolicy, recoveries: Sequence[Recovery
     """The loop (see the module's docstring)."""
     first = [recovery for recovery in recoveries if not recovery.new_transaction]
     last = [recovery for recovery in recoveries if recovery.new_transaction]
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: the tables described before any request is built
-        yield from tables_known(work.models)
+    yield from tables_known(work.models())
     if work.unknown:
         yield from work.read_unknown()
     while not work.emptied:

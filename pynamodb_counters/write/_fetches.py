@@ -37,7 +37,7 @@ from ..declare._stored_names import MARKER, SHARD_COUNT
 from ..exceptions import MissingChildError, TransactionError
 from ..signals import missing_rejected, send_safely
 from ..transport._calls import Call, Steps
-from ..transport._pynamodb import DESCRIBES_ITS_TABLES, asked, tables_known
+from ..transport._pynamodb import asked, tables_known
 from ..transport._resend import DEFAULT_RETRY_POLICY
 from ..transport._sync import run
 from ._items import ShardItems, count_of, whole_count
@@ -147,8 +147,7 @@ def _fetch(model: Type[Model], wanted: List[Tuple[ParentKey, int]], found: Dict[
     by_key: Dict[Tuple[Any, ...], List[Tuple[ParentKey, int]]] = {}
     requested: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
     table = model.Meta.table_name
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     connection = model._get_connection().connection
     for key, shard in wanted:
         serialized = serialize_key(model, shard_key(key, shard))
@@ -219,8 +218,7 @@ def stored_item(model: Type[Model], key: Tuple[Any, ...]) -> Steps[Optional[Dict
 
     :raises GetError: PynamoDB's, as its ``get_item()`` raises it.
     """
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     hash_key, range_key = serialize_key(model, key)
     request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key, consistent_read=True)
     response = yield from asked(Call(model, GET_ITEM, request))

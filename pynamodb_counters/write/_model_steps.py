@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 from pynamodb.constants import ALL_NEW, ATTRIBUTES, DELETE_ITEM, GET_ITEM, ITEM, PUT_ITEM, RETURN_VALUES, UPDATE_ITEM
 
 from ..transport._calls import Call, Steps
-from ..transport._pynamodb import DESCRIBES_ITS_TABLES, asked, tables_known
+from ..transport._pynamodb import asked, tables_known
 from ._actions import pynamodb_view
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,8 +35,7 @@ def item_updated(instance: Any, actions: List[Action], condition: Optional[Condi
     if not isinstance(actions, list) or len(actions) == 0:
         raise TypeError("the value of `actions` is expected to be a non-empty list")
     model: Any = type(instance)
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     request = pynamodb_view(instance).get_update_kwargs_from_instance(  # PynamoDB's own, version included
         actions, condition, add_version_condition=add_version_condition)
     request[RETURN_VALUES] = ALL_NEW  # as its update() asks
@@ -56,8 +55,7 @@ def item_deleted(instance: Any, condition: Optional[Condition] = None, *,
     :raises DeleteError: PynamoDB's, as its ``delete()`` raises it.
     """
     model: Any = type(instance)
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     request = pynamodb_view(instance).get_delete_kwargs_from_instance(  # PynamoDB's own, version included
         condition, add_version_condition=add_version_condition)
     return (yield from asked(Call(model, DELETE_ITEM, request)))
@@ -70,8 +68,7 @@ def item_saved(instance: Any, condition: Optional[Condition] = None, *,
     :raises PutError: PynamoDB's, as its ``save()`` raises it.
     """
     model: Any = type(instance)
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     args, kwargs = instance._get_save_args(condition=condition, add_version_condition=add_version_condition)
     request = model._get_connection().get_operation_kwargs(*args, range_key=kwargs.get("range_key"), key=ITEM,
                                                            attributes=kwargs["attributes"],
@@ -88,8 +85,7 @@ def item_got(model: Any, hash_key: Any, range_key: Any = None, consistent_read: 
     :raises DoesNotExist: the model's own, where there is no such item.
     :raises GetError: PynamoDB's, as its ``get()`` raises it.
     """
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     hash_key, range_key = model._serialize_keys(hash_key, range_key)
     request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key,
                                                            consistent_read=consistent_read,
@@ -108,8 +104,7 @@ def item_refreshed(instance: Any, consistent_read: bool = False) -> Steps[None]:
     :raises GetError: PynamoDB's, as its ``refresh()`` raises it.
     """
     model: Any = type(instance)
-    if not DESCRIBES_ITS_TABLES:  # PynamoDB 5: described before a request is built
-        yield from tables_known([model])
+    yield from tables_known([model])
     hash_key, range_key = instance._get_hash_range_key_serialized_values()
     request = model._get_connection().get_operation_kwargs(hash_key, range_key=range_key,
                                                            consistent_read=consistent_read)
